@@ -1,0 +1,236 @@
+//! Organisations, users and memberships: what the CLI, the admin socket and first-run setup
+//! create, and what sign-in will authenticate against.
+//!
+//! The operations here are the public face other modules call. They validate input, do slow
+//! work (password hashing) before entering the writer, and commit each change in one write.
+
+pub mod api;
+pub mod db;
+pub mod model;
+pub mod setup;
+
+use crate::clock::Clock;
+use crate::http::{ApiError, ErrorCode};
+use crate::store::{Store, StoreError};
+use model::{InvalidInput, Membership, Org, OrgId, Plan, Role, User, UserId};
+
+/// The org `user create` puts a user in when none is named.
+pub const DEFAULT_ORG_NAME: &str = "default";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountsError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    #[error("a user with e-mail {0} already exists")]
+    EmailTaken(String),
+    #[error("an organisation named {0:?} already exists")]
+    OrgNameTaken(String),
+    #[error("no organisation {0:?}")]
+    OrgNotFound(String),
+    #[error("the setup token is missing, wrong or expired")]
+    InvalidSetupToken,
+    #[error("setup is already complete: sign in instead")]
+    SetupCompleted,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<AccountsError> for ApiError {
+    fn from(err: AccountsError) -> Self {
+        let detail = err.to_string();
+        match err {
+            AccountsError::Invalid(_) => ApiError::new(ErrorCode::InvalidPayload, detail),
+            AccountsError::EmailTaken(_) => ApiError::new(ErrorCode::EmailTaken, detail),
+            AccountsError::OrgNameTaken(_) => ApiError::new(ErrorCode::OrgNameTaken, detail),
+            AccountsError::OrgNotFound(_) => ApiError::new(ErrorCode::NotFound, detail),
+            AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
+            AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
+            AccountsError::Store(store) => ApiError::from(store),
+            AccountsError::Internal(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+/// A user to create, as typed by an operator or the setup form.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub password: String,
+    pub role: Role,
+    /// The organisation to join, created when missing; `DEFAULT_ORG_NAME` when `None`.
+    pub org_name: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreatedUser {
+    pub user: User,
+    pub org: Org,
+    pub role: Role,
+}
+
+/// An organisation with its member count.
+#[derive(Debug, Clone)]
+pub struct OrgSummary {
+    pub org: Org,
+    pub members: usize,
+}
+
+/// A user with the organisations it belongs to.
+#[derive(Debug, Clone)]
+pub struct UserSummary {
+    pub user: User,
+    pub memberships: Vec<(Org, Role)>,
+}
+
+/// Validated input plus the password hash, ready to be written.
+struct PreparedUser {
+    email: String,
+    password_hash: String,
+    role: Role,
+    org_name: String,
+}
+
+async fn prepare_user(new: NewUser) -> Result<PreparedUser, AccountsError> {
+    let email = model::normalize_email(&new.email)?;
+    model::validate_password(&new.password)?;
+    let org_name = model::normalize_org_name(new.org_name.as_deref().unwrap_or(DEFAULT_ORG_NAME))?;
+    let password = new.password;
+    let password_hash =
+        tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
+            .await
+            .map_err(|err| AccountsError::Internal(err.to_string()))?
+            .map_err(AccountsError::Internal)?;
+    Ok(PreparedUser {
+        email,
+        password_hash,
+        role: new.role,
+        org_name,
+    })
+}
+
+/// Inserts the user, its org (when new) and the membership in `txn`.
+fn write_user(
+    txn: &redb::WriteTransaction,
+    prepared: &PreparedUser,
+    clock: &Clock,
+) -> Result<CreatedUser, AccountsError> {
+    let now = clock.now();
+    let org = match db::find_org_by_name(txn, &prepared.org_name)? {
+        Some(org) => org,
+        None => {
+            let org = Org {
+                id: OrgId::generate(),
+                name: prepared.org_name.clone(),
+                plan: Plan::Free,
+                two_factor_required: false,
+                created_at: now,
+            };
+            db::insert_org(txn, &org)?;
+            org
+        }
+    };
+    let user = User {
+        id: UserId::generate(),
+        email: prepared.email.clone(),
+        password_hash: prepared.password_hash.clone(),
+        created_at: now,
+    };
+    db::insert_user(txn, &user)?;
+    let membership = Membership {
+        org_id: org.id.clone(),
+        user_id: user.id.clone(),
+        role: prepared.role,
+        created_at: now,
+    };
+    db::insert_membership(txn, &membership)?;
+    Ok(CreatedUser {
+        user,
+        org,
+        role: prepared.role,
+    })
+}
+
+/// Adds a user to an organisation (created when missing) with `new.role`.
+pub async fn create_user(
+    store: &Store,
+    clock: &Clock,
+    new: NewUser,
+) -> Result<CreatedUser, AccountsError> {
+    let prepared = prepare_user(new).await?;
+    let clock = clock.clone();
+    let created = store
+        .write(move |txn| write_user(txn, &prepared, &clock))
+        .await?;
+    // Once any user exists, the first-run setup link is dead.
+    setup::retire_token(store).await?;
+    Ok(created)
+}
+
+pub async fn create_org(store: &Store, clock: &Clock, name: &str) -> Result<Org, AccountsError> {
+    let name = model::normalize_org_name(name)?;
+    let now = clock.now();
+    store
+        .write(move |txn| {
+            let org = Org {
+                id: OrgId::generate(),
+                name: name.clone(),
+                plan: Plan::Free,
+                two_factor_required: false,
+                created_at: now,
+            };
+            db::insert_org(txn, &org)?;
+            Ok(org)
+        })
+        .await
+}
+
+pub async fn list_orgs(store: &Store) -> Result<Vec<OrgSummary>, AccountsError> {
+    store
+        .read(|txn| {
+            let mut summaries = Vec::new();
+            for org in db::list_orgs(txn)? {
+                let members = db::memberships_of_org(txn, &org.id)?.len();
+                summaries.push(OrgSummary { org, members });
+            }
+            Ok(summaries)
+        })
+        .await
+}
+
+/// Sets the plan of the organisation named (or identified) by `org`.
+pub async fn set_plan(store: &Store, org: &str, plan: Plan) -> Result<Org, AccountsError> {
+    let org = org.to_string();
+    store
+        .write(move |txn| {
+            let mut found =
+                db::find_org(txn, &org)?.ok_or_else(|| AccountsError::OrgNotFound(org.clone()))?;
+            found.plan = plan;
+            db::update_org(txn, &found)?;
+            Ok(found)
+        })
+        .await
+}
+
+pub async fn list_users(store: &Store) -> Result<Vec<UserSummary>, AccountsError> {
+    store
+        .read(|txn| {
+            let mut summaries = Vec::new();
+            for user in db::list_users(txn)? {
+                let mut memberships = Vec::new();
+                for membership in db::memberships_of_user(txn, &user.id)? {
+                    let org = db::get_org(txn, &membership.org_id)?.ok_or_else(|| {
+                        StoreError::Corrupt {
+                            what: "membership",
+                            detail: format!("names missing org {}", membership.org_id),
+                        }
+                    })?;
+                    memberships.push((org, membership.role));
+                }
+                summaries.push(UserSummary { user, memberships });
+            }
+            Ok(summaries)
+        })
+        .await
+}

@@ -1,0 +1,170 @@
+//! The local admin socket: how CLI subcommands act on a data dir that a running server holds.
+//!
+//! Protocol: one JSON request per line, one JSON response per line, on a unix socket in the
+//! data dir (mode 0600, and the peer must be the server's own user or root). The same
+//! `execute` runs the command whether it arrived over the socket or the CLI opened the data
+//! dir itself, so online and offline behave identically.
+
+pub mod client;
+pub mod server;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::accounts::model::{Plan, Role};
+use crate::accounts::{self, AccountsError, NewUser};
+use crate::clock::Clock;
+use crate::http::ApiError;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum AdminRequest {
+    Ping,
+    UserCreate {
+        email: String,
+        password: String,
+        role: Role,
+        org: Option<String>,
+    },
+    UserList,
+    OrgCreate {
+        name: String,
+    },
+    OrgList,
+    OrgSetPlan {
+        org: String,
+        plan: Plan,
+    },
+}
+
+/// One line of reply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdminResponse {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<AdminFailure>,
+}
+
+/// A refused command: the CONTRACT.md code and a message for the operator.
+#[derive(Debug, Clone, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct AdminFailure {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<AccountsError> for AdminFailure {
+    fn from(err: AccountsError) -> Self {
+        let message = err.to_string();
+        let code = ApiError::from(err).code.as_str().to_string();
+        AdminFailure { code, message }
+    }
+}
+
+impl AdminResponse {
+    pub fn from_result(result: Result<Value, AdminFailure>) -> Self {
+        match result {
+            Ok(value) => AdminResponse {
+                ok: true,
+                result: Some(value),
+                error: None,
+            },
+            Err(failure) => AdminResponse {
+                ok: false,
+                result: None,
+                error: Some(failure),
+            },
+        }
+    }
+}
+
+/// What commands act on.
+#[derive(Clone)]
+pub struct AdminContext {
+    pub store: Store,
+    pub clock: Clock,
+}
+
+/// Runs one admin command.
+pub async fn execute(context: &AdminContext, request: AdminRequest) -> Result<Value, AdminFailure> {
+    let store = &context.store;
+    match request {
+        AdminRequest::Ping => Ok(json!({"pong": true})),
+        AdminRequest::UserCreate {
+            email,
+            password,
+            role,
+            org,
+        } => {
+            let created = accounts::create_user(
+                store,
+                &context.clock,
+                NewUser {
+                    email,
+                    password,
+                    role,
+                    org_name: org,
+                },
+            )
+            .await?;
+            Ok(json!({
+                "user": {"id": created.user.id, "email": created.user.email},
+                "org": org_json(&created.org),
+                "role": created.role,
+            }))
+        }
+        AdminRequest::UserList => {
+            let users = accounts::list_users(store).await?;
+            let items: Vec<Value> = users
+                .into_iter()
+                .map(|summary| {
+                    let memberships: Vec<Value> = summary
+                        .memberships
+                        .iter()
+                        .map(|(org, role)| json!({"org_id": org.id, "org_name": org.name, "role": role}))
+                        .collect();
+                    json!({
+                        "id": summary.user.id,
+                        "email": summary.user.email,
+                        "created_at": summary.user.created_at.to_rfc3339(),
+                        "memberships": memberships,
+                    })
+                })
+                .collect();
+            Ok(json!({"items": items}))
+        }
+        AdminRequest::OrgCreate { name } => {
+            let org = accounts::create_org(store, &context.clock, &name).await?;
+            Ok(org_json(&org))
+        }
+        AdminRequest::OrgList => {
+            let orgs = accounts::list_orgs(store).await?;
+            let items: Vec<Value> = orgs
+                .into_iter()
+                .map(|summary| {
+                    let mut value = org_json(&summary.org);
+                    value["members"] = json!(summary.members);
+                    value
+                })
+                .collect();
+            Ok(json!({"items": items}))
+        }
+        AdminRequest::OrgSetPlan { org, plan } => {
+            let org = accounts::set_plan(store, &org, plan).await?;
+            Ok(org_json(&org))
+        }
+    }
+}
+
+fn org_json(org: &accounts::model::Org) -> Value {
+    json!({
+        "id": org.id,
+        "name": org.name,
+        "plan": org.plan,
+        "two_factor_required": org.two_factor_required,
+        "created_at": org.created_at.to_rfc3339(),
+    })
+}

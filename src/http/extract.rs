@@ -1,0 +1,231 @@
+//! Extractors that turn every rejection into problem+json: JSON bodies read under a size
+//! limit and a deadline, and the client address as seen through trusted proxies.
+//!
+//! Invariants: a body is never read without both a byte limit (413 `body_too_large`) and a
+//! deadline (408 `request_timeout`); a body that does not parse is 400 `invalid_payload` with
+//! the position of the first error, never the framework's plain-text rejection.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use ipnet::IpNet;
+use serde::de::DeserializeOwned;
+
+use super::error::{ApiError, ErrorCode};
+
+/// Per-request body rules, inserted by a layer (API defaults, or a route group's own).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyRules {
+    pub max_bytes: usize,
+    pub read_timeout: Duration,
+}
+
+/// Reads a whole body under `rules`.
+pub async fn read_body(body: Body, rules: BodyRules) -> Result<Bytes, ApiError> {
+    let limited = Limited::new(body, rules.max_bytes);
+    match tokio::time::timeout(rules.read_timeout, limited.collect()).await {
+        Err(_) => Err(ApiError::new(
+            ErrorCode::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} s",
+                rules.read_timeout.as_secs()
+            ),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
+            ErrorCode::BodyTooLarge,
+            format!("the request body exceeds {} bytes", rules.max_bytes),
+        )),
+        Ok(Err(_)) => Err(ApiError::new(
+            ErrorCode::InvalidPayload,
+            "the request body could not be read",
+        )),
+    }
+}
+
+/// A JSON request body, deserialised into `T`.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        if !is_json_media_type(content_type) {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "send the body as application/json",
+            ));
+        }
+        let rules = request
+            .extensions()
+            .get::<BodyRules>()
+            .copied()
+            .ok_or_else(|| {
+                ApiError::internal("no body rules for this route: the router is missing its layer")
+            })?;
+        let bytes = read_body(request.into_body(), rules).await?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// Parses JSON, reporting where it went wrong in terms a client can act on.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = T::deserialize(&mut deserializer).and_then(|value| {
+        deserializer.end()?;
+        Ok(value)
+    });
+    value.map_err(|err| {
+        ApiError::new(
+            ErrorCode::InvalidPayload,
+            format!("invalid JSON body: {err}"),
+        )
+    })
+}
+
+fn is_json_media_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The proxies whose `X-Forwarded-For` is believed, shared by the router.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(pub std::sync::Arc<Vec<IpNet>>);
+
+impl TrustedProxies {
+    fn trusts(&self, address: IpAddr) -> bool {
+        self.0.iter().any(|net| net.contains(&address))
+    }
+
+    /// The client address: the peer, or, when the peer is a trusted proxy, the right-most
+    /// address in `X-Forwarded-For` that is not itself a trusted proxy.
+    pub fn client_address(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let Some(chain) = forwarded_for else {
+            return peer;
+        };
+        let mut client = peer;
+        for hop in chain.rsplit(',') {
+            match hop.trim().parse::<IpAddr>() {
+                Ok(address) => {
+                    client = address;
+                    if !self.trusts(address) {
+                        break;
+                    }
+                }
+                // A malformed hop ends the trusted part of the chain.
+                Err(_) => break,
+            }
+        }
+        client
+    }
+}
+
+/// The address of the client that sent the request.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0.ip())
+            .ok_or_else(|| ApiError::internal("connection info missing"))?;
+        let proxies = parts
+            .extensions
+            .get::<TrustedProxies>()
+            .cloned()
+            .unwrap_or_default();
+        let forwarded = parts
+            .headers
+            .get("x-forwarded-for")
+            .and_then(|value| value.to_str().ok());
+        Ok(ClientAddr(proxies.client_address(peer, forwarded)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let proxies = TrustedProxies(std::sync::Arc::new(vec!["10.0.0.0/8".parse().unwrap()]));
+        let cases = [
+            ("203.0.113.9", Some("198.51.100.1"), "203.0.113.9"),
+            ("10.0.0.2", Some("198.51.100.1"), "198.51.100.1"),
+            ("10.0.0.2", Some("198.51.100.1, 10.0.0.7"), "198.51.100.1"),
+            ("10.0.0.2", Some("1.1.1.1, 198.51.100.1"), "198.51.100.1"),
+            ("10.0.0.2", Some("junk"), "10.0.0.2"),
+            ("10.0.0.2", None, "10.0.0.2"),
+        ];
+        for (peer, header, expected) in cases {
+            assert_eq!(
+                proxies.client_address(ip(peer), header),
+                ip(expected),
+                "{peer} {header:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_media_types() {
+        for good in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/problem+json",
+        ] {
+            assert!(is_json_media_type(good), "{good}");
+        }
+        for bad in ["", "text/plain", "application/jsonx", "multipart/form-data"] {
+            assert!(!is_json_media_type(bad), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn body_limit_is_exact() {
+        let rules = BodyRules {
+            max_bytes: 4,
+            read_timeout: Duration::from_secs(1),
+        };
+        assert_eq!(read_body(Body::from("1234"), rules).await.unwrap(), "1234");
+        let err = read_body(Body::from("12345"), rules).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::BodyTooLarge);
+    }
+
+    #[test]
+    fn trailing_garbage_is_invalid() {
+        assert!(parse_json::<serde_json::Value>(b"{} x").is_err());
+        assert!(parse_json::<serde_json::Value>(b"{}").is_ok());
+    }
+}

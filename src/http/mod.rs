@@ -1,0 +1,12 @@
+//! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
+//! metrics, the embedded UI and the connection loop. Knows no capability.
+
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod middleware;
+pub mod serve;
+pub mod ui;
+
+pub use error::{ApiError, ErrorCode};
+pub use extract::{ApiJson, BodyRules, ClientAddr};

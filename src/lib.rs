@@ -1,0 +1,14 @@
+//! Lookout: a self-hosted monitoring appliance in one binary.
+//!
+//! Modules in reading order: configuration, storage, HTTP plumbing, the capabilities
+//! (accounts, auth, admin socket), the composition root and the command line.
+
+pub mod accounts;
+pub mod admin;
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod http;
+pub mod server;
+pub mod store;

@@ -1,0 +1,273 @@
+//! The composition root: opens the store, builds `AppState`, mounts every route, starts the
+//! admin socket and serves until shutdown.
+//!
+//! Invariants: every `/api` and `/ingest` route is mounted through an `OpenApiRouter`, so the
+//! document at `/api/v1/openapi.json` lists it (a tidy test forbids bypassing it); shutdown
+//! stops accepting, lets requests in flight finish, commits every queued write and only then
+//! releases the data dir.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::{FromRef, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use metrics_exporter_prometheus::PrometheusHandle;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::admin::AdminContext;
+use crate::admin::server::AdminSocket;
+use crate::auth::keys::JwtKey;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::http::error::{ApiError, ErrorCode};
+use crate::http::extract::{BodyRules, ClientAddr, TrustedProxies};
+use crate::http::middleware::{self, HeadLimits, MakeUlidRequestId};
+use crate::http::serve::{ConnectionLimits, serve};
+use crate::store::data_dir::DataDir;
+use crate::store::{Health, Store, StoreOptions};
+
+/// How long requests in flight get to finish once shutdown begins (exit follows within 10 s).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
+
+/// Handles shared by every handler. Handlers take the parts they use (`State<Store>`, ...).
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: Clock,
+    pub jwt_key: JwtKey,
+    pub metrics: PrometheusHandle,
+}
+
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Store {
+        state.store.clone()
+    }
+}
+
+impl FromRef<AppState> for Clock {
+    fn from_ref(state: &AppState) -> Clock {
+        state.clock.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Config> {
+    fn from_ref(state: &AppState) -> Arc<Config> {
+        state.config.clone()
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Lookout API",
+        description = "Self-hosted monitoring: the HTTP API of one Lookout server."
+    ),
+    components(schemas(crate::http::error::Problem))
+)]
+struct ApiDoc;
+
+/// The served OpenAPI document, rendered once at start-up.
+#[derive(Clone)]
+struct OpenApiJson(Arc<String>);
+
+/// Every `/api` and `/ingest` route, with the OpenAPI document that describes them.
+pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(openapi_document))
+        .merge(crate::accounts::api::routes())
+        .split_for_parts()
+}
+
+/// The whole application: API routes, health, metrics, UI, and the layers around them.
+pub fn build_router(state: AppState) -> Router {
+    let (api, openapi) = api_routes();
+    let document = serde_json::to_string(&openapi).unwrap_or_else(|_| "{}".to_string());
+    let config = state.config.clone();
+    let body_rules = BodyRules {
+        max_bytes: config.http.max_api_body_bytes,
+        read_timeout: config.http.body_read_timeout,
+    };
+    let head_limits = HeadLimits {
+        max_uri_bytes: config.http.max_uri_bytes,
+        max_header_count: config.http.max_header_count,
+        max_header_bytes: config.http.max_header_bytes,
+    };
+    let proxies = TrustedProxies(Arc::new(config.trusted_proxies.clone()));
+    api.route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/", get(crate::http::ui::index))
+        .route("/setup", get(crate::http::ui::setup_page))
+        .route("/assets/{*path}", get(crate::http::ui::static_asset))
+        .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no resource at this path") })
+        .with_state(state)
+        .layer(axum::middleware::from_fn(middleware::observe))
+        .layer(Extension(OpenApiJson(Arc::new(document))))
+        .layer(Extension(body_rules))
+        .layer(Extension(proxies))
+        .layer(axum::middleware::from_fn(
+            middleware::problem_for_framework_errors,
+        ))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::internal("a handler panicked").into_response()
+        }))
+        .layer(axum::middleware::from_fn_with_state(
+            head_limits,
+            middleware::limit_request_head,
+        ))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeUlidRequestId))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct HealthBody {
+    /// `ok`, or `degraded` while storage refuses writes (reads keep working).
+    status: &'static str,
+}
+
+async fn healthz(State(store): State<Store>) -> Json<HealthBody> {
+    let status = match store.health() {
+        Health::Ok => "ok",
+        Health::Degraded => "degraded",
+    };
+    Json(HealthBody { status })
+}
+
+/// Prometheus metrics, for loopback clients only until admin sessions exist.
+async fn metrics(State(state): State<AppState>, ClientAddr(client): ClientAddr) -> Response {
+    if !client.is_loopback() {
+        return ApiError::new(
+            ErrorCode::Forbidden,
+            "metrics are served to loopback clients only",
+        )
+        .into_response();
+    }
+    let mut response = state.metrics.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// The OpenAPI 3.1 document of every `/api` and `/ingest` route.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta",
+    responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
+async fn openapi_document(Extension(document): Extension<OpenApiJson>) -> Response {
+    let mut response = document.0.as_str().to_string().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Runs the server on `data_dir` until `shutdown` resolves.
+pub async fn run(
+    config: Config,
+    data_dir: DataDir,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let metrics = crate::http::metrics::install().map_err(anyhow::Error::msg)?;
+    let database_path = data_dir.database_path();
+    let store =
+        tokio::task::spawn_blocking(move || Store::open(&database_path, StoreOptions::default()))
+            .await
+            .context("store start-up task failed")??;
+    let jwt_key = crate::auth::keys::load_or_create_jwt_key(data_dir.path())
+        .with_context(|| format!("cannot create the JWT key in {}", data_dir.path().display()))?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let bound: SocketAddr = listener.local_addr()?;
+    let base_url = config.effective_base_url(bound);
+    let clock = Clock::system();
+    let config = Arc::new(config);
+    let state = AppState {
+        config: config.clone(),
+        store: store.clone(),
+        clock: clock.clone(),
+        jwt_key,
+        metrics,
+    };
+    let router = build_router(state);
+
+    announce_setup(&store, &base_url).await;
+    let admin_socket = AdminSocket::bind(&data_dir.admin_socket_path()).with_context(|| {
+        format!(
+            "cannot create the admin socket in {}",
+            data_dir.path().display()
+        )
+    })?;
+    let (stop_admin, admin_stopped) = tokio::sync::watch::channel(false);
+    let admin = tokio::spawn(admin_socket.serve(
+        AdminContext {
+            store: store.clone(),
+            clock,
+        },
+        admin_stopped,
+    ));
+
+    let limits = ConnectionLimits {
+        header_read_timeout: config.http.header_read_timeout,
+        max_connections: config.http.max_connections,
+        max_header_count: config.http.max_header_count + 28,
+        max_head_bytes: config.http.max_uri_bytes + config.http.max_header_bytes + 8192,
+        grace: SHUTDOWN_GRACE,
+    };
+    // The one plain stdout line scripts and tests wait for, whatever LOG_FORMAT says.
+    println!("listening on {bound}");
+    tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
+    serve(listener, router, limits, shutdown).await;
+
+    let _ = stop_admin.send(true);
+    let _ = admin.await;
+    store.close().await;
+    tracing::info!("lookout stopped; every acknowledged write is committed");
+    drop(data_dir);
+    Ok(())
+}
+
+/// Prints the one-time setup URL while no user exists (stdout, never the log: it is a secret).
+async fn announce_setup(store: &Store, base_url: &url::Url) {
+    match crate::accounts::setup::prepare(store).await {
+        Ok(Some(token)) => {
+            let base = base_url.as_str().trim_end_matches('/');
+            println!("no user exists yet: finish setup at {base}/setup?token={token}");
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "cannot prepare the setup token"),
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -1,0 +1,170 @@
+//! Forward-only schema migrations, recorded in `meta.schema_version`.
+//!
+//! Invariants: a released migration is never edited or removed; each runs in its own durable
+//! transaction together with the version bump, so a crash leaves the database at the previous
+//! version or the next, never between. A database newer than this binary is refused untouched.
+
+use redb::{Database, Durability, ReadableDatabase, WriteTransaction};
+
+use super::StoreError;
+use super::table::{ReadTxn, Scan};
+use super::tables::{self, META};
+
+const SCHEMA_VERSION_KEY: &str = "schema_version";
+
+/// The schema this binary writes.
+pub const CURRENT_VERSION: u32 = 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    #[error(
+        "the database has schema version {found}, newer than this lookout supports ({supported}): \
+         upgrade lookout"
+    )]
+    Newer { found: u32, supported: u32 },
+    #[error("migration to schema version {version} failed: {source}")]
+    Failed { version: u32, source: StoreError },
+}
+
+struct Migration {
+    version: u32,
+    description: &'static str,
+    apply: fn(&WriteTransaction) -> Result<(), StoreError>,
+}
+
+/// Every migration, in order. Append only.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "accounts tables",
+        apply: create_account_tables,
+    },
+    Migration {
+        version: 2,
+        description: "index of each user's organisations",
+        apply: index_user_organisations,
+    },
+];
+
+/// Brings `database` up to `CURRENT_VERSION`.
+pub fn migrate(database: &Database) -> Result<(), MigrationError> {
+    migrate_to(database, CURRENT_VERSION)
+}
+
+/// Brings `database` up to `target` (older targets exist for building test fixtures).
+#[doc(hidden)]
+pub fn migrate_to(database: &Database, target: u32) -> Result<(), MigrationError> {
+    let failed = |version| move |source| MigrationError::Failed { version, source };
+    let found = stored_version(database).map_err(failed(0))?;
+    if found > CURRENT_VERSION {
+        return Err(MigrationError::Newer {
+            found,
+            supported: CURRENT_VERSION,
+        });
+    }
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|m| m.version > found && m.version <= target)
+    {
+        let run = || -> Result<(), StoreError> {
+            let mut txn = database.begin_write()?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(|err| StoreError::Storage(err.to_string()))?;
+            (migration.apply)(&txn)?;
+            txn.open_table(META)?.insert(
+                SCHEMA_VERSION_KEY,
+                migration.version.to_be_bytes().as_slice(),
+            )?;
+            txn.commit()?;
+            Ok(())
+        };
+        run().map_err(failed(migration.version))?;
+        tracing::info!(
+            version = migration.version,
+            migration = migration.description,
+            "schema migrated"
+        );
+    }
+    Ok(())
+}
+
+/// The schema version recorded in the database; 0 for a new, empty file.
+pub fn stored_version(database: &Database) -> Result<u32, StoreError> {
+    let txn = database.begin_read()?;
+    match txn.open_table(META) {
+        Ok(_) => schema_version(&txn),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub fn schema_version(txn: &impl ReadTxn) -> Result<u32, StoreError> {
+    let bytes = txn
+        .open(META)?
+        .get_with(SCHEMA_VERSION_KEY, <[u8]>::to_vec)?;
+    match bytes {
+        None => Ok(0),
+        Some(bytes) => match <[u8; 4]>::try_from(bytes.as_slice()) {
+            Ok(array) => Ok(u32::from_be_bytes(array)),
+            Err(_) => Err(StoreError::Corrupt {
+                what: "schema version",
+                detail: format!("{bytes:?}"),
+            }),
+        },
+    }
+}
+
+fn create_account_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(META)?;
+    txn.open_table(tables::ORGS.definition())?;
+    txn.open_table(tables::ORG_NAMES.definition())?;
+    txn.open_table(tables::USERS.definition())?;
+    txn.open_table(tables::USER_EMAILS.definition())?;
+    txn.open_table(tables::MEMBERSHIPS.definition())?;
+    Ok(())
+}
+
+/// Schema 2 answers "which orgs is this user in" without scanning every membership.
+fn index_user_organisations(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(tables::USER_ORGS.definition())?;
+    for (_, membership) in tables::MEMBERSHIPS.scan(txn, Scan::all())? {
+        let key = tables::composite_key(membership.user_id.as_str(), membership.org_id.as_str());
+        tables::USER_ORGS.insert(txn, &key, membership.org_id.as_str())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_reaches_current_version_and_newer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::create(dir.path().join("db.redb")).unwrap();
+        assert_eq!(stored_version(&database).unwrap(), 0);
+        migrate(&database).unwrap();
+        assert_eq!(stored_version(&database).unwrap(), CURRENT_VERSION);
+        // Running again is a no-op.
+        migrate(&database).unwrap();
+
+        let txn = database.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert(SCHEMA_VERSION_KEY, 99u32.to_be_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+        assert!(matches!(
+            migrate(&database),
+            Err(MigrationError::Newer { found: 99, .. })
+        ));
+    }
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version as usize, index + 1);
+        }
+        assert_eq!(MIGRATIONS.last().unwrap().version, CURRENT_VERSION);
+    }
+}

@@ -1,0 +1,241 @@
+//! Typed access to tables: records through the codec, indexes as string -> string.
+//!
+//! Functions take the transaction first, so one write transaction can hold a state change and
+//! everything that must commit with it. A table is opened per call and dropped before return,
+//! so two calls never hold the same table open (redb refuses that within one transaction).
+
+use std::marker::PhantomData;
+use std::ops::Bound;
+
+use redb::{
+    ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
+    Value, WriteTransaction,
+};
+
+use super::StoreError;
+use super::codec::{self, Record};
+
+/// A transaction that can be read from: a read transaction, or a write transaction seeing its
+/// own uncommitted writes.
+pub trait ReadTxn {
+    fn open<V: Value + 'static>(
+        &self,
+        def: TableDefinition<'static, &'static str, V>,
+    ) -> Result<OpenTable<'_, V>, StoreError>;
+}
+
+impl ReadTxn for ReadTransaction {
+    fn open<V: Value + 'static>(
+        &self,
+        def: TableDefinition<'static, &'static str, V>,
+    ) -> Result<OpenTable<'_, V>, StoreError> {
+        Ok(OpenTable::Read(self.open_table(def)?))
+    }
+}
+
+impl ReadTxn for WriteTransaction {
+    fn open<V: Value + 'static>(
+        &self,
+        def: TableDefinition<'static, &'static str, V>,
+    ) -> Result<OpenTable<'_, V>, StoreError> {
+        Ok(OpenTable::Write(self.open_table(def)?))
+    }
+}
+
+/// An open table of either kind of transaction, with the few reads the codebase needs.
+pub enum OpenTable<'t, V: Value + 'static> {
+    Read(ReadOnlyTable<&'static str, V>),
+    Write(Table<'t, &'static str, V>),
+}
+
+/// Which rows a scan returns: keys starting with `prefix`, strictly after `after` when given.
+#[derive(Clone, Copy, Debug)]
+pub struct Scan<'a> {
+    pub prefix: &'a str,
+    pub after: Option<&'a str>,
+    pub limit: usize,
+}
+
+impl<'a> Scan<'a> {
+    pub fn all() -> Self {
+        Scan {
+            prefix: "",
+            after: None,
+            limit: usize::MAX,
+        }
+    }
+
+    pub fn prefix(prefix: &'a str) -> Self {
+        Scan {
+            prefix,
+            after: None,
+            limit: usize::MAX,
+        }
+    }
+}
+
+impl<V: Value + 'static> OpenTable<'_, V> {
+    pub fn get_with<T>(
+        &self,
+        key: &str,
+        read: impl FnOnce(V::SelfType<'_>) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let guard = match self {
+            OpenTable::Read(table) => table.get(key)?,
+            OpenTable::Write(table) => table.get(key)?,
+        };
+        Ok(guard.map(|guard| read(guard.value())))
+    }
+
+    pub fn scan_with<T>(
+        &self,
+        scan: Scan<'_>,
+        mut read: impl FnMut(&str, V::SelfType<'_>) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        // Start at the later of the prefix and the cursor; stop at the first key outside the prefix.
+        let start = match scan.after {
+            Some(after) if after >= scan.prefix => Bound::Excluded(after),
+            _ => Bound::Included(scan.prefix),
+        };
+        let range = match self {
+            OpenTable::Read(table) => table.range::<&str>((start, Bound::Unbounded))?,
+            OpenTable::Write(table) => table.range::<&str>((start, Bound::Unbounded))?,
+        };
+        let mut rows = Vec::new();
+        for entry in range {
+            if rows.len() >= scan.limit {
+                break;
+            }
+            let (key, value) = entry?;
+            let key = key.value();
+            if !key.starts_with(scan.prefix) {
+                break;
+            }
+            rows.push(read(key, value.value())?);
+        }
+        Ok(rows)
+    }
+
+    pub fn len(&self) -> Result<u64, StoreError> {
+        Ok(match self {
+            OpenTable::Read(table) => table.len()?,
+            OpenTable::Write(table) => table.len()?,
+        })
+    }
+}
+
+/// A table of records of one type, keyed by string.
+pub struct RecordTable<R> {
+    def: TableDefinition<'static, &'static str, &'static [u8]>,
+    record: PhantomData<fn() -> R>,
+}
+
+impl<R: Record> RecordTable<R> {
+    pub const fn new(name: &'static str) -> Self {
+        RecordTable {
+            def: TableDefinition::new(name),
+            record: PhantomData,
+        }
+    }
+
+    pub fn definition(&self) -> TableDefinition<'static, &'static str, &'static [u8]> {
+        self.def
+    }
+
+    pub fn get(&self, txn: &impl ReadTxn, key: &str) -> Result<Option<R>, StoreError> {
+        txn.open(self.def)?
+            .get_with(key, codec::decode::<R>)?
+            .transpose()
+    }
+
+    pub fn contains(&self, txn: &impl ReadTxn, key: &str) -> Result<bool, StoreError> {
+        Ok(txn.open(self.def)?.get_with(key, |_| ())?.is_some())
+    }
+
+    pub fn insert(&self, txn: &WriteTransaction, key: &str, record: &R) -> Result<(), StoreError> {
+        let bytes = codec::encode(record)?;
+        txn.open_table(self.def)?.insert(key, bytes.as_slice())?;
+        Ok(())
+    }
+
+    pub fn remove(&self, txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
+        Ok(txn.open_table(self.def)?.remove(key)?.is_some())
+    }
+
+    /// Rows in key order, as `(key, record)`.
+    pub fn scan(&self, txn: &impl ReadTxn, scan: Scan<'_>) -> Result<Vec<(String, R)>, StoreError> {
+        txn.open(self.def)?.scan_with(scan, |key, bytes| {
+            Ok((key.to_string(), codec::decode(bytes)?))
+        })
+    }
+
+    pub fn len(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
+        txn.open(self.def)?.len()
+    }
+}
+
+/// A table mapping a string key to an id (a secondary index or a membership set).
+#[derive(Clone, Copy)]
+pub struct IndexTable {
+    def: TableDefinition<'static, &'static str, &'static str>,
+}
+
+impl IndexTable {
+    pub const fn new(name: &'static str) -> Self {
+        IndexTable {
+            def: TableDefinition::new(name),
+        }
+    }
+
+    pub fn definition(&self) -> TableDefinition<'static, &'static str, &'static str> {
+        self.def
+    }
+
+    pub fn get(&self, txn: &impl ReadTxn, key: &str) -> Result<Option<String>, StoreError> {
+        txn.open(self.def)?.get_with(key, str::to_string)
+    }
+
+    pub fn insert(
+        &self,
+        txn: &WriteTransaction,
+        key: &str,
+        target: &str,
+    ) -> Result<(), StoreError> {
+        txn.open_table(self.def)?.insert(key, target)?;
+        Ok(())
+    }
+
+    pub fn remove(&self, txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
+        Ok(txn.open_table(self.def)?.remove(key)?.is_some())
+    }
+
+    /// Rows in key order, as `(key, target)`.
+    pub fn scan(
+        &self,
+        txn: &impl ReadTxn,
+        scan: Scan<'_>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        txn.open(self.def)?.scan_with(scan, |key, target| {
+            Ok((key.to_string(), target.to_string()))
+        })
+    }
+
+    pub fn len(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
+        txn.open(self.def)?.len()
+    }
+}
+
+/// Reads a single value of the `meta` table.
+pub fn meta_get(txn: &impl ReadTxn, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    txn.open(super::tables::META)?.get_with(key, <[u8]>::to_vec)
+}
+
+pub fn meta_put(txn: &WriteTransaction, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    txn.open_table(super::tables::META)?.insert(key, value)?;
+    Ok(())
+}
+
+pub fn meta_remove(txn: &WriteTransaction, key: &str) -> Result<(), StoreError> {
+    txn.open_table(super::tables::META)?.remove(key)?;
+    Ok(())
+}
