@@ -1,0 +1,250 @@
+//! `TestServer`: starts the built binary with `LOOKOUT_LISTEN=127.0.0.1:0` and a temp data
+//! dir, reads the `listening on` line, waits for `/healthz`, kills the child on drop and
+//! prints its log when the test failed. `run_cli` runs other subcommands on the same dir.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_lookout");
+
+/// Polls `check` until it returns `Some` or `deadline` passes.
+pub fn wait_for<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + deadline;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < until, "timed out after {deadline:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client")
+}
+
+/// A server process and everything needed to restart it on the same data dir.
+pub struct TestServer {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    env: Vec<(String, String)>,
+    /// Every stdout line so far (the setup URL, `listening on`).
+    stdout: Arc<Mutex<Vec<String>>>,
+    /// The log (stderr) of every run of this server, printed when a test fails.
+    log: Arc<Mutex<String>>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+pub struct ServerBuilder {
+    env: Vec<(String, String)>,
+    data_dir: Option<PathBuf>,
+}
+
+impl ServerBuilder {
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Uses `dir` as the data dir instead of a fresh temp dir.
+    pub fn data_dir(mut self, dir: &Path) -> Self {
+        self.data_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    pub fn start(self) -> TestServer {
+        let (temp, data_dir) = match self.data_dir {
+            Some(dir) => (None, dir),
+            None => {
+                let temp = tempfile::tempdir().expect("temp dir");
+                let dir = temp.path().join("data");
+                (Some(temp), dir)
+            }
+        };
+        let mut server = TestServer {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir,
+            env: self.env,
+            stdout: Arc::default(),
+            log: Arc::default(),
+            _temp: temp,
+        };
+        server.spawn();
+        server
+    }
+}
+
+impl TestServer {
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder { env: Vec::new(), data_dir: None }
+    }
+
+    pub fn start() -> TestServer {
+        TestServer::builder().start()
+    }
+
+    /// The environment every lookout process of this test gets (and nothing from the host).
+    pub fn base_env(data_dir: &Path) -> Vec<(String, String)> {
+        vec![
+            ("LOOKOUT_DATA_DIR".into(), data_dir.display().to_string()),
+            ("LOOKOUT_LISTEN".into(), "127.0.0.1:0".into()),
+            ("LOG_LEVEL".into(), "info".into()),
+        ]
+    }
+
+    fn spawn(&mut self) {
+        let mut command = Command::new(BIN);
+        command.arg("serve").env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (key, value) in Self::base_env(&self.data_dir).into_iter().chain(self.env.clone()) {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn lookout serve");
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (listening_tx, listening_rx) = mpsc::channel();
+        let lines = self.stdout.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("listening on ") {
+                    let _ = listening_tx.send(addr.to_string());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        self.child = Some(child);
+        self.addr = self.await_listening(listening_rx);
+        let url = self.url("/healthz");
+        wait_for("healthz", Duration::from_secs(10), || http().get(&url).send().ok().filter(|r| r.status() == 200));
+    }
+
+    fn await_listening(&mut self, listening: Receiver<String>) -> SocketAddr {
+        match listening.recv_timeout(Duration::from_secs(20)) {
+            Ok(addr) => addr.parse().expect("listening address"),
+            Err(_) => {
+                let status = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+                panic!("server did not print `listening on` (exit: {status:?})\n{}", self.log());
+            }
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server running").id()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// The token of the setup URL printed by the latest start, if any.
+    pub fn setup_token(&self) -> Option<String> {
+        self.stdout_lines()
+            .iter()
+            .rev()
+            .find_map(|line| line.split("/setup?token=").nth(1).map(|t| t.trim().to_string()))
+    }
+
+    /// Sends SIGTERM and waits for the process (at most `deadline`).
+    pub fn terminate(&mut self, deadline: Duration) -> ExitStatus {
+        let mut child = self.child.take().expect("server running");
+        signal(child.id(), libc::SIGTERM);
+        let until = Instant::now() + deadline;
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("server did not exit within {deadline:?} of SIGTERM\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same data dir and environment.
+    pub fn restart(&mut self) {
+        if self.child.is_some() {
+            self.terminate(Duration::from_secs(15));
+        }
+        self.log.lock().unwrap().push_str("---- restart ----\n");
+        self.spawn();
+    }
+
+    /// Runs `lookout ARGS` against this server's data dir with `stdin` as input.
+    pub fn cli(&self, args: &[&str], stdin: &str) -> Output {
+        run_cli(&self.data_dir, &self.env, args, stdin)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("---- lookout log ----\n{}", self.log());
+        }
+    }
+}
+
+/// Runs a lookout subcommand with the test environment for `data_dir` plus `env`.
+pub fn run_cli(data_dir: &Path, env: &[(String, String)], args: &[&str], stdin: &str) -> Output {
+    let mut command = Command::new(BIN);
+    command.args(args).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (key, value) in TestServer::base_env(data_dir).into_iter().chain(env.iter().cloned()) {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("spawn lookout");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("lookout output")
+}
+
+pub fn signal(pid: u32, signal: i32) {
+    let pid = i32::try_from(pid).expect("pid");
+    // SAFETY: kill(2) with a pid we spawned and a valid signal number has no memory effects.
+    let result = unsafe { libc::kill(pid, signal) };
+    assert_eq!(result, 0, "kill({pid}, {signal}) failed");
+}
+
+/// Text of an output stream, for assertions and messages.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,0 +1,11 @@
+//! Integration tests: the real `lookout` binary on an ephemeral loopback port with a
+//! temporary data dir, driven over HTTP, the admin socket and the command line.
+
+mod cli;
+mod config_errors;
+mod durability;
+mod harness;
+mod http_basics;
+mod lifecycle;
+mod setup;
+mod tidy;
