@@ -39,7 +39,7 @@ async fn run_case(options: StoreOptions, writers: usize, duration: Duration) -> 
                 let value = payload.clone();
                 let begun = Instant::now();
                 store
-                    .write(move |txn| meta_put(txn, &key, &value).map_err(StoreError::from))
+                    .write(move |txn| -> Result<(), StoreError> { meta_put(txn, &key, &value) })
                     .await
                     .expect("durable write");
                 latencies.push(begun.elapsed());

@@ -8,8 +8,15 @@ use redb::WriteTransaction;
 
 use super::AccountsError;
 use super::model::{Membership, Org, OrgId, User, UserId, org_name_key};
-use crate::store::tables::{self, MEMBERSHIPS, ORG_NAMES, ORGS, USER_EMAILS, USER_ORGS, USERS};
-use crate::store::{ReadTxn, Scan, StoreError};
+use crate::store::tables;
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+
+const ORGS: RecordTable<Org> = RecordTable::new(tables::ORGS);
+const ORG_NAMES: IndexTable = IndexTable::new(tables::ORG_NAMES);
+const USERS: RecordTable<User> = RecordTable::new(tables::USERS);
+const USER_EMAILS: IndexTable = IndexTable::new(tables::USER_EMAILS);
+const MEMBERSHIPS: RecordTable<Membership> = RecordTable::new(tables::MEMBERSHIPS);
+const USER_ORGS: IndexTable = IndexTable::new(tables::USER_ORGS);
 
 pub fn get_org(txn: &impl ReadTxn, id: &OrgId) -> Result<Option<Org>, StoreError> {
     ORGS.get(txn, id.as_str())
@@ -73,7 +80,7 @@ pub fn list_users(txn: &impl ReadTxn) -> Result<Vec<User>, StoreError> {
 }
 
 pub fn count_users(txn: &impl ReadTxn) -> Result<u64, StoreError> {
-    USERS.len(txn)
+    USERS.row_count(txn)
 }
 
 pub fn insert_user(txn: &WriteTransaction, user: &User) -> Result<(), AccountsError> {

@@ -94,8 +94,6 @@ macro_rules! typed_id {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     typed_id!(TestId, "tst_");
 
     #[test]

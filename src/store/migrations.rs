@@ -4,10 +4,10 @@
 //! transaction together with the version bump, so a crash leaves the database at the previous
 //! version or the next, never between. A database newer than this binary is refused untouched.
 
-use redb::{Database, Durability, ReadableDatabase, WriteTransaction};
+use redb::{Database, Durability, ReadableDatabase, TableDefinition, WriteTransaction};
 
 use super::StoreError;
-use super::table::{ReadTxn, Scan};
+use super::table::{IndexTable, ReadTxn, Scan};
 use super::tables::{self, META};
 
 const SCHEMA_VERSION_KEY: &str = "schema_version";
@@ -116,22 +116,36 @@ pub fn schema_version(txn: &impl ReadTxn) -> Result<u32, StoreError> {
 
 fn create_account_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(META)?;
-    txn.open_table(tables::ORGS.definition())?;
-    txn.open_table(tables::ORG_NAMES.definition())?;
-    txn.open_table(tables::USERS.definition())?;
-    txn.open_table(tables::USER_EMAILS.definition())?;
-    txn.open_table(tables::MEMBERSHIPS.definition())?;
+    for name in [tables::ORGS, tables::USERS, tables::MEMBERSHIPS] {
+        txn.open_table(record_table(name))?;
+    }
+    for name in [tables::ORG_NAMES, tables::USER_EMAILS] {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
     Ok(())
 }
 
 /// Schema 2 answers "which orgs is this user in" without scanning every membership.
 fn index_user_organisations(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(tables::USER_ORGS.definition())?;
-    for (_, membership) in tables::MEMBERSHIPS.scan(txn, Scan::all())? {
-        let key = tables::composite_key(membership.user_id.as_str(), membership.org_id.as_str());
-        tables::USER_ORGS.insert(txn, &key, membership.org_id.as_str())?;
+    let user_orgs = IndexTable::new(tables::USER_ORGS);
+    txn.open_table(user_orgs.definition())?;
+    // The membership key `{org}/{user}` holds all the index needs; no record is decoded.
+    let keys = txn
+        .open(record_table(tables::MEMBERSHIPS))?
+        .scan_with(Scan::all(), |key, _| Ok(key.to_string()))?;
+    for key in keys {
+        let (org, user) = tables::split_composite_key(&key).ok_or_else(|| StoreError::Corrupt {
+            what: "membership key",
+            detail: key.clone(),
+        })?;
+        user_orgs.insert(txn, &tables::composite_key(user, org), org)?;
     }
     Ok(())
+}
+
+/// The untyped definition of a record table, for migrations that must not depend on record types.
+fn record_table(name: &'static str) -> TableDefinition<'static, &'static str, &'static [u8]> {
+    TableDefinition::new(name)
 }
 
 #[cfg(test)]

@@ -138,8 +138,9 @@ struct Shared {
     database: RwLock<Option<Arc<Database>>>,
     /// Set by the writer on an I/O error, cleared once a probe write succeeds.
     degraded: AtomicBool,
-    /// Sends work to the writer thread; `None` once the store is closed.
-    jobs: Mutex<Option<std::sync::mpsc::Sender<writer::Message>>>,
+    /// Sends work to the writer thread; `None` once the store is closed. A read lock is
+    /// enough to send (the sender is `Sync`), so concurrent writers do not contend here.
+    jobs: RwLock<Option<std::sync::mpsc::Sender<writer::Message>>>,
     /// Joined by `close()`, so that closing returns after the last commit.
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -167,11 +168,11 @@ impl Store {
             path: path.to_path_buf(),
             database: RwLock::new(Some(Arc::new(database))),
             degraded: AtomicBool::new(false),
-            jobs: Mutex::new(None),
+            jobs: RwLock::new(None),
             writer_thread: Mutex::new(None),
         });
         let (sender, thread) = writer::spawn(shared.clone(), options).map_err(OpenError::Writer)?;
-        *lock(&shared.jobs) = Some(sender);
+        *shared.jobs.write().unwrap_or_else(|p| p.into_inner()) = Some(sender);
         *lock(&shared.writer_thread) = Some(thread);
         Ok(Store { shared })
     }
@@ -267,8 +268,7 @@ impl Store {
 
     /// Commits every queued write, stops the writer and closes the database.
     pub async fn close(&self) {
-        let sender = lock(&self.shared.jobs).take();
-        drop(sender);
+        drop(self.take_sender());
         let thread = lock(&self.shared.writer_thread).take();
         if let Some(thread) = thread {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
@@ -277,7 +277,7 @@ impl Store {
 
     /// Closes from a blocking context (the CLI's offline commands).
     pub fn close_blocking(&self) {
-        drop(lock(&self.shared.jobs).take());
+        drop(self.take_sender());
         if let Some(thread) = lock(&self.shared.writer_thread).take() {
             let _ = thread.join();
         }
@@ -293,8 +293,18 @@ impl Store {
             .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
     }
 
+    /// Dropping the returned sender lets the writer finish the queue and stop.
+    fn take_sender(&self) -> Option<std::sync::mpsc::Sender<writer::Message>> {
+        self.shared
+            .jobs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
     fn send(&self, message: writer::Message) -> bool {
-        match lock(&self.shared.jobs).as_ref() {
+        let jobs = self.shared.jobs.read().unwrap_or_else(|p| p.into_inner());
+        match jobs.as_ref() {
             Some(sender) => sender.send(message).is_ok(),
             None => false,
         }

@@ -116,7 +116,7 @@ impl<V: Value + 'static> OpenTable<'_, V> {
         Ok(rows)
     }
 
-    pub fn len(&self) -> Result<u64, StoreError> {
+    pub fn row_count(&self) -> Result<u64, StoreError> {
         Ok(match self {
             OpenTable::Read(table) => table.len()?,
             OpenTable::Write(table) => table.len()?,
@@ -169,8 +169,8 @@ impl<R: Record> RecordTable<R> {
         })
     }
 
-    pub fn len(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
-        txn.open(self.def)?.len()
+    pub fn row_count(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
+        txn.open(self.def)?.row_count()
     }
 }
 
@@ -220,8 +220,8 @@ impl IndexTable {
         })
     }
 
-    pub fn len(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
-        txn.open(self.def)?.len()
+    pub fn row_count(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
+        txn.open(self.def)?.row_count()
     }
 }
 
