@@ -1,7 +1,8 @@
 //! Durable write throughput: one commit per write versus group commit, at 1, 8 and 64
 //! concurrent writers. Every write is acknowledged only once it is on disk.
 //!
-//! Run: `cargo bench --bench store_commit` (LOOKOUT_BENCH_SECONDS sets the time per case).
+//! Run: `cargo bench --bench store_commit` (LOOKOUT_BENCH_SECONDS sets the time per case,
+//! LOOKOUT_BENCH_FILTER keeps only the cases whose "mode/writers" contains it).
 
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,9 @@ fn main() {
     println!("|---|---:|---:|---:|---:|");
     for (name, options) in modes {
         for writers in [1, 8, 64] {
+            if !format!("{name}/{writers}").contains(&filter) {
+                continue;
+            }
             let outcome = runtime.block_on(run_case(
                 options.clone(),
                 writers,

@@ -138,11 +138,16 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
-            StoreError::Unavailable(_) | StoreError::Closed => ApiError::new(
-                ErrorCode::StoreUnavailable,
-                "storage cannot accept writes right now; retry later",
-            )
-            .with_retry_after(RETRY_AFTER),
+            StoreError::Unavailable(_) | StoreError::Closed => {
+                let mut error = ApiError::new(
+                    ErrorCode::StoreUnavailable,
+                    "storage cannot accept writes right now; retry later",
+                )
+                .with_retry_after(RETRY_AFTER);
+                // The reason (e.g. "No space left on device") is for the log, not the client.
+                error.cause = Some(err.to_string());
+                error
+            }
             StoreError::Corrupt { .. } | StoreError::Storage(_) => ApiError::internal(err),
         }
     }

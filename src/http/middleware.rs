@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::request_id::{MakeRequestId, RequestId};
@@ -130,15 +130,19 @@ pub async fn observe(request: Request, next: Next) -> Response {
     metrics::counter!("lookout_http_requests_total", &labels).increment(1);
     metrics::histogram!("lookout_http_request_duration_seconds", "route" => route.clone())
         .record(elapsed.as_secs_f64());
-    if status.is_server_error() {
-        let cause = response
-            .extensions()
-            .get::<InternalCause>()
-            .map(|c| c.0.as_str())
-            .unwrap_or("");
+    let cause = response
+        .extensions()
+        .get::<InternalCause>()
+        .map(|c| c.0.as_str())
+        .unwrap_or("");
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Expected while the disk is full: worth a warning per request, not an error.
+        tracing::warn!(%method, route, status = status.as_u16(), request_id, cause, "request refused");
+    } else if status.is_server_error() {
         tracing::error!(%method, route, status = status.as_u16(), request_id, cause, "request failed");
     } else {
-        tracing::debug!(%method, route, status = status.as_u16(), request_id, ms = elapsed.as_millis() as u64, "request");
+        let ms = elapsed.as_millis() as u64;
+        tracing::debug!(%method, route, status = status.as_u16(), request_id, ms, "request");
     }
     response
 }

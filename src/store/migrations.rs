@@ -88,8 +88,31 @@ pub fn migrate_to(database: &Database, target: u32) -> Result<(), MigrationError
     Ok(())
 }
 
+/// Refuses a database file written by a newer lookout without opening it for writing: a
+/// read-write open alone makes redb rewrite its header and allocator state on close.
+/// A file that cannot be opened read-only (missing, or needing crash repair) passes here and is
+/// checked again by `migrate` once open.
+pub fn refuse_newer(path: &std::path::Path) -> Result<(), MigrationError> {
+    let Ok(database) = redb::Builder::new().open_read_only(path) else {
+        return Ok(());
+    };
+    let found =
+        version_in(&database).map_err(|source| MigrationError::Failed { version: 0, source })?;
+    if found > CURRENT_VERSION {
+        return Err(MigrationError::Newer {
+            found,
+            supported: CURRENT_VERSION,
+        });
+    }
+    Ok(())
+}
+
 /// The schema version recorded in the database; 0 for a new, empty file.
 pub fn stored_version(database: &Database) -> Result<u32, StoreError> {
+    version_in(database)
+}
+
+fn version_in(database: &impl ReadableDatabase) -> Result<u32, StoreError> {
     let txn = database.begin_read()?;
     match txn.open_table(META) {
         Ok(_) => schema_version(&txn),

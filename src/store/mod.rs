@@ -159,6 +159,7 @@ pub(crate) enum JobFailure {
 impl Store {
     /// Opens (creating if needed) the database at `path`, migrates it, and starts the writer.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Store, OpenError> {
+        migrations::refuse_newer(path)?;
         let database = open_database(path).map_err(|source| OpenError::Database {
             path: path.to_path_buf(),
             source,

@@ -21,7 +21,10 @@ pub fn wait_for<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Op
         if let Some(value) = check() {
             return value;
         }
-        assert!(Instant::now() < until, "timed out after {deadline:?} waiting for {what}");
+        assert!(
+            Instant::now() < until,
+            "timed out after {deadline:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -40,8 +43,10 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     env: Vec<(String, String)>,
-    /// Every stdout line so far (the setup URL, `listening on`).
+    /// Every stdout line so far (the setup URL, `listening on`), over all starts.
     stdout: Arc<Mutex<Vec<String>>>,
+    /// Index in `stdout` of the first line of the latest start.
+    latest_start: usize,
     /// The log (stderr) of every run of this server, printed when a test fails.
     log: Arc<Mutex<String>>,
     _temp: Option<tempfile::TempDir>,
@@ -79,6 +84,7 @@ impl ServerBuilder {
             data_dir,
             env: self.env,
             stdout: Arc::default(),
+            latest_start: 0,
             log: Arc::default(),
             _temp: temp,
         };
@@ -89,7 +95,10 @@ impl ServerBuilder {
 
 impl TestServer {
     pub fn builder() -> ServerBuilder {
-        ServerBuilder { env: Vec::new(), data_dir: None }
+        ServerBuilder {
+            env: Vec::new(),
+            data_dir: None,
+        }
     }
 
     pub fn start() -> TestServer {
@@ -107,10 +116,19 @@ impl TestServer {
 
     fn spawn(&mut self) {
         let mut command = Command::new(BIN);
-        command.arg("serve").env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        for (key, value) in Self::base_env(&self.data_dir).into_iter().chain(self.env.clone()) {
+        command
+            .arg("serve")
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (key, value) in Self::base_env(&self.data_dir)
+            .into_iter()
+            .chain(self.env.clone())
+        {
             command.env(key, value);
         }
+        self.latest_start = self.stdout.lock().unwrap().len();
         let mut child = command.spawn().expect("spawn lookout serve");
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
@@ -135,15 +153,23 @@ impl TestServer {
         self.child = Some(child);
         self.addr = self.await_listening(listening_rx);
         let url = self.url("/healthz");
-        wait_for("healthz", Duration::from_secs(10), || http().get(&url).send().ok().filter(|r| r.status() == 200));
+        wait_for("healthz", Duration::from_secs(10), || {
+            http().get(&url).send().ok().filter(|r| r.status() == 200)
+        });
     }
 
     fn await_listening(&mut self, listening: Receiver<String>) -> SocketAddr {
         match listening.recv_timeout(Duration::from_secs(20)) {
             Ok(addr) => addr.parse().expect("listening address"),
             Err(_) => {
-                let status = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
-                panic!("server did not print `listening on` (exit: {status:?})\n{}", self.log());
+                let status = self
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten());
+                panic!(
+                    "server did not print `listening on` (exit: {status:?})\n{}",
+                    self.log()
+                );
             }
         }
     }
@@ -166,10 +192,15 @@ impl TestServer {
 
     /// The token of the setup URL printed by the latest start, if any.
     pub fn setup_token(&self) -> Option<String> {
-        self.stdout_lines()
+        let lines = self.stdout_lines();
+        lines[self.latest_start.min(lines.len())..]
             .iter()
             .rev()
-            .find_map(|line| line.split("/setup?token=").nth(1).map(|t| t.trim().to_string()))
+            .find_map(|line| {
+                line.split("/setup?token=")
+                    .nth(1)
+                    .map(|t| t.trim().to_string())
+            })
     }
 
     /// Sends SIGTERM and waits for the process (at most `deadline`).
@@ -184,7 +215,10 @@ impl TestServer {
             if Instant::now() > until {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("server did not exit within {deadline:?} of SIGTERM\n{}", self.log());
+                panic!(
+                    "server did not exit within {deadline:?} of SIGTERM\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -228,12 +262,30 @@ impl Drop for TestServer {
 /// Runs a lookout subcommand with the test environment for `data_dir` plus `env`.
 pub fn run_cli(data_dir: &Path, env: &[(String, String)], args: &[&str], stdin: &str) -> Output {
     let mut command = Command::new(BIN);
-    command.args(args).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (key, value) in TestServer::base_env(data_dir).into_iter().chain(env.iter().cloned()) {
+    command
+        .args(args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in TestServer::base_env(data_dir)
+        .into_iter()
+        .chain(env.iter().cloned())
+    {
         command.env(key, value);
     }
     let mut child = command.spawn().expect("spawn lookout");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).expect("write stdin");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        // A command that exits before reading (a usage error) closes the pipe: not a failure.
+        .or_else(|err| match err.kind() {
+            std::io::ErrorKind::BrokenPipe => Ok(()),
+            _ => Err(err),
+        })
+        .expect("write stdin");
     child.wait_with_output().expect("lookout output")
 }
 

@@ -4,6 +4,7 @@
 mod cli;
 mod config_errors;
 mod durability;
+mod fixtures;
 mod harness;
 mod http_basics;
 mod lifecycle;
