@@ -145,6 +145,8 @@ fn write_user(
         created_at: now,
     };
     db::insert_membership(txn, &membership)?;
+    // Once any user exists the first-run setup link is dead: retire it in the same commit.
+    setup::retire_token(txn)?;
     Ok(CreatedUser {
         user,
         org,
@@ -160,12 +162,9 @@ pub async fn create_user(
 ) -> Result<CreatedUser, AccountsError> {
     let prepared = prepare_user(new).await?;
     let clock = clock.clone();
-    let created = store
+    store
         .write(move |txn| write_user(txn, &prepared, &clock))
-        .await?;
-    // Once any user exists, the first-run setup link is dead.
-    setup::retire_token(store).await?;
-    Ok(created)
+        .await
 }
 
 pub async fn create_org(store: &Store, clock: &Clock, name: &str) -> Result<Org, AccountsError> {

@@ -35,17 +35,9 @@ pub async fn is_required(store: &Store) -> Result<bool, AccountsError> {
     store.read(|txn| Ok(db::count_users(txn)? == 0)).await
 }
 
-/// Removes the token once a user exists.
-pub(super) async fn retire_token(store: &Store) -> Result<(), AccountsError> {
-    let present = store
-        .read(|txn| Ok::<_, AccountsError>(meta_get(txn, SETUP_TOKEN_KEY)?.is_some()))
-        .await?;
-    if present {
-        store
-            .write(|txn| Ok::<_, AccountsError>(meta_remove(txn, SETUP_TOKEN_KEY)?))
-            .await?;
-    }
-    Ok(())
+/// Removes the token; called in the transaction that creates a user.
+pub(super) fn retire_token(txn: &redb::WriteTransaction) -> Result<(), AccountsError> {
+    Ok(meta_remove(txn, SETUP_TOKEN_KEY)?)
 }
 
 /// Creates the first organisation and its owner, consuming the token.
@@ -77,9 +69,7 @@ pub async fn complete(
                 Some(stored) if digests_match(&stored, &digest) => {}
                 _ => return Err(AccountsError::InvalidSetupToken),
             }
-            let created = write_user(txn, &prepared, &clock)?;
-            meta_remove(txn, SETUP_TOKEN_KEY)?;
-            Ok(created)
+            write_user(txn, &prepared, &clock)
         })
         .await
 }
