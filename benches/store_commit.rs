@@ -68,6 +68,8 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    // Optional substring filter on "mode/writers", e.g. LOOKOUT_BENCH_FILTER="group commit/64".
+    let filter = std::env::var("LOOKOUT_BENCH_FILTER").unwrap_or_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,5 +10,6 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod ingest;
 pub mod server;
 pub mod store;

@@ -28,7 +28,7 @@ use utoipa_axum::routes;
 
 use crate::admin::AdminContext;
 use crate::admin::server::AdminSocket;
-use crate::auth::keys::JwtKey;
+use crate::auth::Auth;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::error::{ApiError, ErrorCode};
@@ -47,8 +47,14 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub store: Store,
     pub clock: Clock,
-    pub jwt_key: JwtKey,
+    pub auth: Auth,
     pub metrics: PrometheusHandle,
+}
+
+impl FromRef<AppState> for Auth {
+    fn from_ref(state: &AppState) -> Auth {
+        state.auth.clone()
+    }
 }
 
 impl FromRef<AppState> for Store {
@@ -88,6 +94,9 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(openapi_document))
         .merge(crate::accounts::api::routes())
+        .merge(crate::auth::api_session::routes())
+        .merge(crate::auth::api_keys::routes())
+        .merge(crate::ingest::services::routes())
         .split_for_parts()
 }
 
@@ -123,12 +132,13 @@ pub fn build_router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("a handler panicked").into_response()
         }))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeUlidRequestId))
+        // Outermost: the limits measure what the client sent, before any layer adds headers.
         .layer(axum::middleware::from_fn_with_state(
             head_limits,
             middleware::limit_request_head,
         ))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeUlidRequestId))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -195,11 +205,15 @@ pub async fn run(
     let base_url = config.effective_base_url(bound);
     let clock = Clock::system();
     let config = Arc::new(config);
+    let auth = Auth::new(store.clone(), clock.clone(), &config, jwt_key, &base_url)
+        .await
+        .context("cannot load sessions and revocations")?;
+    let housekeeping = spawn_housekeeping(auth.clone());
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
         clock: clock.clone(),
-        jwt_key,
+        auth,
         metrics,
     };
     let router = build_router(state);
@@ -232,12 +246,24 @@ pub async fn run(
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
     serve(listener, router, limits, shutdown).await;
 
+    housekeeping.abort();
     let _ = stop_admin.send(true);
     let _ = admin.await;
     store.close().await;
     tracing::info!("lookout stopped; every acknowledged write is committed");
     drop(data_dir);
     Ok(())
+}
+
+/// Once a minute: forget expired revocations and idle rate-limit buckets.
+fn spawn_housekeeping(auth: Auth) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            auth.housekeeping();
+        }
+    })
 }
 
 /// Prints the one-time setup URL while no user exists (stdout, never the log: it is a secret).

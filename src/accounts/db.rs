@@ -130,3 +130,26 @@ pub fn memberships_of_user(
     }
     Ok(memberships)
 }
+
+pub fn get_membership(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    user: &UserId,
+) -> Result<Option<Membership>, StoreError> {
+    MEMBERSHIPS.get(txn, &tables::composite_key(org.as_str(), user.as_str()))
+}
+
+/// Removes a membership and its reverse index row.
+pub fn remove_membership(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    user: &UserId,
+) -> Result<bool, StoreError> {
+    USER_ORGS.remove(txn, &tables::composite_key(user.as_str(), org.as_str()))?;
+    MEMBERSHIPS.remove(txn, &tables::composite_key(org.as_str(), user.as_str()))
+}
+
+/// Replaces a user's record (its e-mail is not changed here).
+pub fn update_user(txn: &WriteTransaction, user: &User) -> Result<(), StoreError> {
+    USERS.insert(txn, user.id.as_str(), user)
+}

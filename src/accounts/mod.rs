@@ -12,7 +12,7 @@ pub mod setup;
 use crate::clock::Clock;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError};
-use model::{InvalidInput, Membership, Org, OrgId, Plan, Role, User, UserId};
+use model::{InvalidInput, Membership, Org, Plan, Role, User, UserId};
 
 /// The org `user create` puts a user in when none is named.
 pub const DEFAULT_ORG_NAME: &str = "default";
@@ -120,13 +120,7 @@ fn write_user(
     let org = match db::find_org_by_name(txn, &prepared.org_name)? {
         Some(org) => org,
         None => {
-            let org = Org {
-                id: OrgId::generate(),
-                name: prepared.org_name.clone(),
-                plan: Plan::Free,
-                two_factor_required: false,
-                created_at: now,
-            };
+            let org = Org::new(prepared.org_name.clone(), now);
             db::insert_org(txn, &org)?;
             org
         }
@@ -172,13 +166,7 @@ pub async fn create_org(store: &Store, clock: &Clock, name: &str) -> Result<Org,
     let now = clock.now();
     store
         .write(move |txn| {
-            let org = Org {
-                id: OrgId::generate(),
-                name: name.clone(),
-                plan: Plan::Free,
-                two_factor_required: false,
-                created_at: now,
-            };
+            let org = Org::new(name.clone(), now);
             db::insert_org(txn, &org)?;
             Ok(org)
         })

@@ -107,11 +107,28 @@ pub struct Org {
     pub plan: Plan,
     #[serde(default)]
     pub two_factor_required: bool,
+    /// CIDRs allowed to use the API on behalf of this org; empty = no restriction.
+    #[serde(default)]
+    pub ip_allowlist: Vec<ipnet::IpNet>,
     pub created_at: Timestamp,
 }
 
 impl Record for Org {
     const KIND: &'static str = "org";
+}
+
+impl Org {
+    /// A new organisation on the free plan, without 2FA enforcement or allowlist.
+    pub fn new(name: String, now: Timestamp) -> Org {
+        Org {
+            id: OrgId::generate(),
+            name,
+            plan: Plan::Free,
+            two_factor_required: false,
+            ip_allowlist: Vec::new(),
+            created_at: now,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

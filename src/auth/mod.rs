@@ -1,8 +1,166 @@
-//! Authentication: password hashing and the server's signing keys. Sessions, lockout, TOTP,
-//! API keys, CSRF and the IP allowlist build on these.
+//! Authentication and access: passwords, session and login tokens, RegisterUserLogout,
+//! lockout, TOTP, API keys, CSRF, the IP allowlist, per-credential rate limits and the audit
+//! log. `Auth` is the handle handlers and extractors share; `Caller` (in `caller.rs`) is how a
+//! handler states what it requires.
 
+pub mod api_keys;
+pub mod api_session;
+pub mod audit;
+pub mod caller;
+pub mod db;
 pub mod keys;
+pub mod login;
+pub mod model;
 pub mod password;
+pub mod ratelimit;
+pub mod revocation;
+pub mod tokens;
+pub mod totp;
+
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::clock::Clock;
+use crate::config::{AuthSettings, Config};
+use crate::store::{Store, StoreError};
+use keys::JwtKey;
+use revocation::Revocations;
+use tokens::TokenSigner;
+
+pub use caller::{Admin, Caller, Credential, Member, Owner, Viewer};
+
+/// Cookie carrying the session JWT.
+pub const SESSION_COOKIE: &str = "lookout_session";
+/// Cookie carrying the login token while a second factor is awaited.
+pub const LOGIN_COOKIE: &str = "lookout_login";
+/// Readable (not HttpOnly) cookie with the CSRF token of the session.
+pub const CSRF_COOKIE: &str = "lookout_csrf";
+/// Header that must echo the CSRF token on cookie-authenticated unsafe requests.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The shared authentication handle.
+#[derive(Clone)]
+pub struct Auth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    clock: Clock,
+    settings: AuthSettings,
+    signer: TokenSigner,
+    key: JwtKey,
+    revocations: Revocations,
+    limiter: ratelimit::ApiRateLimiter,
+    /// `scheme://host[:port]` of BASE_URL: the only Origin accepted on cookie requests.
+    base_origin: String,
+    base_url: String,
+    /// A real argon2id hash nobody knows the password of, verified against when the e-mail is
+    /// unknown so both outcomes cost the same time.
+    dummy_password_hash: String,
+}
+
+impl Auth {
+    pub async fn new(
+        store: Store,
+        clock: Clock,
+        config: &Config,
+        key: JwtKey,
+        base_url: &url::Url,
+    ) -> Result<Auth, StoreError> {
+        let revocations = Revocations::load(&store, clock.now()).await?;
+        let dummy_password_hash =
+            tokio::task::spawn_blocking(|| password::hash_password(&random_token()))
+                .await
+                .map_err(|err| StoreError::Storage(err.to_string()))?
+                .map_err(StoreError::Storage)?;
+        Ok(Auth {
+            inner: Arc::new(Inner {
+                store,
+                signer: TokenSigner::new(&key),
+                key,
+                revocations,
+                limiter: ratelimit::ApiRateLimiter::new(config.auth.api_rate_per_min),
+                settings: config.auth.clone(),
+                base_origin: base_url.origin().ascii_serialization(),
+                base_url: base_url.as_str().trim_end_matches('/').to_string(),
+                dummy_password_hash,
+                clock,
+            }),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    pub fn settings(&self) -> &AuthSettings {
+        &self.inner.settings
+    }
+
+    pub fn signer(&self) -> &TokenSigner {
+        &self.inner.signer
+    }
+
+    pub fn revocations(&self) -> &Revocations {
+        &self.inner.revocations
+    }
+
+    pub fn limiter(&self) -> &ratelimit::ApiRateLimiter {
+        &self.inner.limiter
+    }
+
+    pub fn base_origin(&self) -> &str {
+        &self.inner.base_origin
+    }
+
+    /// BASE_URL without a trailing slash, for links (invitations).
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    pub fn dummy_password_hash(&self) -> &str {
+        &self.inner.dummy_password_hash
+    }
+
+    /// The CSRF token of a session: an HMAC of its `jti` under the server key, so it needs no
+    /// storage and dies with the session.
+    pub fn csrf_token(&self, jti: &str) -> String {
+        use base64::Engine;
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.inner.key.0)
+            .expect("hmac takes any key length");
+        mac.update(b"csrf\0");
+        mac.update(jti.as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+
+    /// RegisterUserLogout on its own: every session of `user` issued until now is void.
+    pub async fn register_user_logout(
+        &self,
+        user: &crate::accounts::model::UserId,
+    ) -> Result<(), StoreError> {
+        let now = self.inner.clock.now();
+        let target = user.clone();
+        self.inner
+            .store
+            .write(move |txn| Revocations::write_user_logout(txn, &target, now))
+            .await?;
+        self.inner.revocations.note_user_logout(user, now);
+        Ok(())
+    }
+
+    /// Periodic upkeep: forget expired revocations and idle rate-limit buckets.
+    pub fn housekeeping(&self) {
+        self.inner.revocations.prune(self.inner.clock.now());
+        self.inner.limiter.retain_recent();
+    }
+}
 
 /// A random secret token: 32 bytes from the OS generator, base64url without padding.
 pub fn random_token() -> String {

@@ -64,6 +64,7 @@ error_codes! {
     SessionRevoked => ("session_revoked", UNAUTHORIZED, "Session revoked"),
     CsrfFailed => ("csrf_failed", FORBIDDEN, "CSRF token missing or wrong"),
     InvalidCode => ("invalid_code", UNAUTHORIZED, "Invalid two-factor code"),
+    TwoFactorAlreadyEnabled => ("two_factor_already_enabled", CONFLICT, "Two-factor authentication already enabled"),
     TwoFactorEnrolmentRequired => ("two_factor_enrolment_required", FORBIDDEN, "Two-factor enrolment required"),
     Forbidden => ("forbidden", FORBIDDEN, "Forbidden"),
     LastOwner => ("last_owner", CONFLICT, "The last owner cannot be removed or demoted"),

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 2;
+pub const CURRENT_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -43,6 +43,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         description: "index of each user's organisations",
         apply: index_user_organisations,
+    },
+    Migration {
+        version: 3,
+        description: "identity and access tables",
+        apply: create_identity_tables,
     },
 ];
 
@@ -162,6 +167,26 @@ fn index_user_organisations(txn: &WriteTransaction) -> Result<(), StoreError> {
             detail: key.clone(),
         })?;
         user_orgs.insert(txn, &tables::composite_key(user, org), org)?;
+    }
+    Ok(())
+}
+
+fn create_identity_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let records = [
+        tables::API_KEYS,
+        tables::LOGIN_STATES,
+        tables::SESSION_CUTOFFS,
+        tables::REVOKED_SESSIONS,
+        tables::TWO_FACTOR,
+        tables::AUDIT_EVENTS,
+        tables::INVITATIONS,
+        tables::SERVICES,
+    ];
+    for name in records {
+        txn.open_table(record_table(name))?;
+    }
+    for name in [tables::API_KEY_DIGESTS, tables::ORG_API_KEYS] {
+        txn.open_table(IndexTable::new(name).definition())?;
     }
     Ok(())
 }

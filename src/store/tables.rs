@@ -3,6 +3,9 @@
 //! Invariants: a table listed here is created by a migration before any code reads it; its
 //! name never changes once released (renaming is a migration). Composite keys join their parts
 //! with `/`, which never occurs in an id, so a prefix scan over `"{first}/"` lists one owner's rows.
+//! Every table also appears in `ALL` with its value kind: backups copy exactly the tables of
+//! `ALL`, and a unit test compares `ALL` with a freshly migrated database, so a table added by a
+//! migration but missing here fails `cargo test` instead of being left out of backups.
 
 use redb::TableDefinition;
 
@@ -25,6 +28,86 @@ pub const MEMBERSHIPS: &str = "orgid_userid_membership";
 /// `{user_id}/{org_id}` -> org id: the reverse of MEMBERSHIPS (schema 2).
 pub const USER_ORGS: &str = "userid_orgid";
 
+// Identity and access (schema 3).
+
+/// API keys by id.
+pub const API_KEYS: &str = "keyid_apikey";
+/// Hex SHA-256 of an API key's secret -> key id.
+pub const API_KEY_DIGESTS: &str = "keydigest_keyid";
+/// `{org_id}/{key_id}` -> key id: the keys of an organisation.
+pub const ORG_API_KEYS: &str = "orgid_keyid";
+/// Normalised e-mail -> failed sign-ins and lock (whether or not the user exists).
+pub const LOGIN_STATES: &str = "email_loginstate";
+/// User id -> the instant before which every session of the user is void.
+pub const SESSION_CUTOFFS: &str = "userid_sessioncutoff";
+/// Session `jti` -> revoked session (until the token's own expiry).
+pub const REVOKED_SESSIONS: &str = "jti_revokedsession";
+/// User id -> TOTP enrolment and recovery-code digests.
+pub const TWO_FACTOR: &str = "userid_twofactor";
+/// `{org_id or -}/{audit_id}` -> security event.
+pub const AUDIT_EVENTS: &str = "orgid_auditid_event";
+/// Hex SHA-256 of an invitation token -> invitation.
+pub const INVITATIONS: &str = "invitedigest_invitation";
+/// `{org_id}/{service name}` -> service seen by ingest or deployments.
+pub const SERVICES: &str = "orgid_service_service";
+
+/// What a table's values are (keys are always text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// `&str -> &[u8]`: codec-encoded records, and `meta`'s raw values.
+    Bytes,
+    /// `&str -> &str`: indexes and membership sets.
+    Text,
+}
+
+/// One table of `ALL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSpec {
+    pub name: &'static str,
+    pub value: ValueKind,
+}
+
+const fn bytes(name: &'static str) -> TableSpec {
+    TableSpec {
+        name,
+        value: ValueKind::Bytes,
+    }
+}
+
+const fn text(name: &'static str) -> TableSpec {
+    TableSpec {
+        name,
+        value: ValueKind::Text,
+    }
+}
+
+/// Every table of the current schema with its value kind. Backups copy these and refuse a
+/// database holding any other table, so add each new table here in the change that creates it.
+pub const ALL: &[TableSpec] = &[
+    bytes("meta"),
+    bytes(ORGS),
+    text(ORG_NAMES),
+    bytes(USERS),
+    text(USER_EMAILS),
+    bytes(MEMBERSHIPS),
+    text(USER_ORGS),
+    bytes(API_KEYS),
+    text(API_KEY_DIGESTS),
+    text(ORG_API_KEYS),
+    bytes(LOGIN_STATES),
+    bytes(SESSION_CUTOFFS),
+    bytes(REVOKED_SESSIONS),
+    bytes(TWO_FACTOR),
+    bytes(AUDIT_EVENTS),
+    bytes(INVITATIONS),
+    bytes(SERVICES),
+];
+
+/// The entry of `ALL` named `name`.
+pub fn spec(name: &str) -> Option<TableSpec> {
+    ALL.iter().copied().find(|table| table.name == name)
+}
+
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {
     format!("{first}/{second}")
@@ -38,4 +121,56 @@ pub fn owner_prefix(first: &str) -> String {
 /// Splits a composite key into its two parts.
 pub fn split_composite_key(key: &str) -> Option<(&str, &str)> {
     key.split_once('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{Database, ReadableDatabase, TableHandle};
+
+    use super::*;
+
+    /// A table created by a migration but missing from `ALL` would be silently left out of
+    /// every backup; this test makes that a build failure instead.
+    #[test]
+    fn all_lists_exactly_the_tables_of_a_migrated_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::create(dir.path().join("db.redb")).unwrap();
+        crate::store::migrations::migrate(&database).unwrap();
+        let txn = database.begin_read().unwrap();
+        let mut found: Vec<String> = txn
+            .list_tables()
+            .unwrap()
+            .map(|table| table.name().to_string())
+            .collect();
+        found.sort();
+        let mut listed: Vec<&str> = ALL.iter().map(|table| table.name).collect();
+        listed.sort();
+        assert_eq!(found, listed, "tables::ALL and the migrated schema differ");
+        assert_eq!(txn.list_multimap_tables().unwrap().count(), 0);
+        // Each table opens with the value kind `ALL` gives it (redb checks the stored types).
+        for table in ALL {
+            let opened = match table.value {
+                ValueKind::Bytes => txn
+                    .open_table(TableDefinition::<&str, &[u8]>::new(table.name))
+                    .map(|_| ()),
+                ValueKind::Text => txn
+                    .open_table(TableDefinition::<&str, &str>::new(table.name))
+                    .map(|_| ()),
+            };
+            assert!(opened.is_ok(), "{}: {opened:?}", table.name);
+        }
+    }
+
+    #[test]
+    fn names_in_all_are_unique_and_findable() {
+        for (index, table) in ALL.iter().enumerate() {
+            assert_eq!(spec(table.name), Some(*table));
+            assert!(
+                ALL[index + 1..]
+                    .iter()
+                    .all(|other| other.name != table.name)
+            );
+        }
+        assert_eq!(spec("no_such_table"), None);
+    }
 }

@@ -37,7 +37,10 @@ fn without_tests(text: &str) -> &str {
 #[test]
 fn every_file_opens_with_a_module_doc() {
     for (path, text) in sources() {
-        assert!(text.starts_with("//!"), "{path} must open with a //! comment saying what it owns");
+        assert!(
+            text.starts_with("//!"),
+            "{path} must open with a //! comment saying what it owns"
+        );
     }
 }
 
@@ -45,7 +48,10 @@ fn every_file_opens_with_a_module_doc() {
 fn files_stay_small() {
     for (path, text) in sources() {
         let lines = text.lines().count();
-        assert!(lines <= 650, "{path} has {lines} lines: split it by meaning");
+        assert!(
+            lines <= 650,
+            "{path} has {lines} lines: split it by meaning"
+        );
     }
 }
 
@@ -53,10 +59,20 @@ fn files_stay_small() {
 /// OpenAPI document lists every one of them.
 #[test]
 fn api_routes_are_never_mounted_around_the_openapi_router() {
-    let forbidden = [".route(\"/api", ".route(\"/ingest", ".nest(\"/api", ".nest(\"/ingest", "_service(\"/api", "_service(\"/ingest"];
+    let forbidden = [
+        ".route(\"/api",
+        ".route(\"/ingest",
+        ".nest(\"/api",
+        ".nest(\"/ingest",
+        "_service(\"/api",
+        "_service(\"/ingest",
+    ];
     for (path, text) in sources() {
         for pattern in forbidden {
-            assert!(!text.contains(pattern), "{path} mounts an API route with `{pattern}` outside the OpenAPI router");
+            assert!(
+                !text.contains(pattern),
+                "{path} mounts an API route with `{pattern}` outside the OpenAPI router"
+            );
         }
     }
 }
@@ -64,14 +80,19 @@ fn api_routes_are_never_mounted_around_the_openapi_router() {
 /// `store` and `http` know no capability; capabilities never reach up into `server` or `cli`.
 #[test]
 fn dependencies_flow_one_way() {
-    let capabilities = ["accounts", "auth", "admin", "ingest", "search", "alerting", "notify", "agents"];
+    let capabilities = [
+        "accounts", "auth", "admin", "ingest", "search", "alerting", "notify", "agents",
+    ];
     for (path, text) in sources() {
         let code = without_tests(&text);
         let layer = path.split('/').next().unwrap_or("");
         if layer == "store" || layer == "http" {
             for capability in capabilities {
                 let reference = format!("crate::{capability}");
-                assert!(!code.contains(&reference), "{path} ({layer}) must not use {reference}");
+                assert!(
+                    !code.contains(&reference),
+                    "{path} ({layer}) must not use {reference}"
+                );
             }
         }
         if capabilities.contains(&layer) || layer == "store" || layer == "http" {
@@ -90,7 +111,10 @@ fn only_config_reads_the_environment() {
             continue;
         }
         for pattern in ["env::var(", "env::vars(", "env::var_os("] {
-            assert!(!text.contains(pattern), "{path} reads the environment; go through Config");
+            assert!(
+                !text.contains(pattern),
+                "{path} reads the environment; go through Config"
+            );
         }
     }
 }

@@ -1,0 +1,227 @@
+//! HTTP face of API keys: create (the secret is returned once), list, revoke.
+//!
+//! Invariants: the secret is `lk_` + 43 base64url characters (32 random bytes); only its
+//! SHA-256 is stored; a revoked key fails on the very next request (`Caller` reads the key on
+//! every request); a key acts with its issuer's current role, so the listed `role` is live.
+
+use axum::Json;
+use axum::extract::{FromRef, Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::audit;
+use super::caller::{API_KEY_LEN, API_KEY_PREFIX};
+use super::model::{ApiKey, ApiKeyId};
+use super::{Admin, Auth, db};
+use crate::accounts;
+use crate::accounts::model::Role;
+use crate::clock::Timestamp;
+use crate::http::error::Problem;
+use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::store::StoreError;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(create_key, list_keys))
+        .routes(routes!(revoke_key))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    pub name: String,
+    /// RFC 3339; the key stops working then. Never expires when omitted.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyResponse {
+    pub id: String,
+    pub name: String,
+    /// The first characters of the secret, to tell keys apart.
+    pub prefix: String,
+    /// The issuer's current role: the key acts with it.
+    pub role: Option<Role>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub created_by: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedKeyResponse {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    /// The secret: shown only in this response.
+    pub key: String,
+    pub role: Role,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub items: Vec<KeyResponse>,
+    pub next_cursor: Option<String>,
+}
+
+fn key_view(key: &ApiKey, role: Option<Role>) -> KeyResponse {
+    KeyResponse {
+        id: key.id.to_string(),
+        name: key.name.clone(),
+        prefix: key.prefix.clone(),
+        role,
+        created_at: key.created_at.to_rfc3339(),
+        expires_at: key.expires_at.map(Timestamp::to_rfc3339),
+        revoked_at: key.revoked_at.map(Timestamp::to_rfc3339),
+        created_by: key.user_id.to_string(),
+    }
+}
+
+/// Creates an API key for the calling admin; the secret is in this response only.
+#[utoipa::path(post, path = "/api/v1/orgs/me/api-keys", tag = "api keys", request_body = CreateKeyRequest,
+    responses((status = 201, body = CreatedKeyResponse),
+        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+async fn create_key(
+    State(auth): State<Auth>,
+    Admin(caller): Admin,
+    ApiJson(request): ApiJson<CreateKeyRequest>,
+) -> Result<(StatusCode, Json<CreatedKeyResponse>), ApiError> {
+    let name = request.name.trim().to_string();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPayload,
+            "name: 1 to 100 characters",
+        ));
+    }
+    let now = auth.clock().now();
+    let expires_at = match request.expires_at.as_deref() {
+        None => None,
+        Some(text) => {
+            let at = Timestamp::parse_rfc3339(text).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidPayload,
+                    "expires_at: not an RFC 3339 timestamp",
+                )
+            })?;
+            if at <= now {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidPayload,
+                    "expires_at: must be in the future",
+                ));
+            }
+            Some(at)
+        }
+    };
+    let secret = format!("{API_KEY_PREFIX}{}", super::random_token());
+    debug_assert_eq!(secret.len(), API_KEY_LEN);
+    let key = ApiKey {
+        id: ApiKeyId::generate(),
+        org_id: caller.org_id.clone(),
+        user_id: caller.user_id.clone(),
+        name,
+        prefix: secret[..10].to_string(),
+        created_at: now,
+        expires_at,
+        revoked_at: None,
+    };
+    let digest = hex::encode(super::token_digest(&secret));
+    let (stored, actor) = (key.clone(), caller.actor());
+    auth.store()
+        .write(move |txn| {
+            db::insert_api_key(txn, &stored, &digest)?;
+            let detail = json!({"name": stored.name});
+            audit::record(
+                txn,
+                Some(&stored.org_id),
+                &actor,
+                "api_key.created",
+                Some(stored.id.as_str()),
+                detail,
+                now,
+            )
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedKeyResponse {
+            id: key.id.to_string(),
+            name: key.name,
+            prefix: key.prefix,
+            key: secret,
+            role: caller.role,
+            created_at: key.created_at.to_rfc3339(),
+            expires_at: key.expires_at.map(Timestamp::to_rfc3339),
+        }),
+    ))
+}
+
+/// Lists the organisation's API keys, without secrets.
+#[utoipa::path(get, path = "/api/v1/orgs/me/api-keys", tag = "api keys", responses((status = 200, body = KeyList)))]
+async fn list_keys(
+    State(auth): State<Auth>,
+    Admin(caller): Admin,
+) -> Result<Json<KeyList>, ApiError> {
+    let org = caller.org_id.clone();
+    let items = auth
+        .store()
+        .read(move |txn| {
+            let mut items = Vec::new();
+            for key in db::api_keys_of_org(txn, &org)? {
+                let role = accounts::db::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
+                items.push(key_view(&key, role));
+            }
+            Ok::<_, StoreError>(items)
+        })
+        .await?;
+    Ok(Json(KeyList {
+        items,
+        next_cursor: None,
+    }))
+}
+
+/// Revokes a key; the next request with it is refused.
+#[utoipa::path(delete, path = "/api/v1/orgs/me/api-keys/{id}", tag = "api keys",
+    params(("id" = String, Path, description = "key id")),
+    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn revoke_key(
+    State(auth): State<Auth>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = ApiKeyId::parse(&id).map_err(|_| ApiError::not_found("api key"))?;
+    let now = auth.clock().now();
+    let (org, actor) = (caller.org_id.clone(), caller.actor());
+    auth.store()
+        .write(move |txn| {
+            let mut key = db::get_api_key(txn, &id)?
+                .filter(|key| key.org_id == org)
+                .ok_or_else(|| ApiError::not_found("api key"))?;
+            if key.revoked_at.is_none() {
+                key.revoked_at = Some(now);
+                db::update_api_key(txn, &key)?;
+                audit::record(
+                    txn,
+                    Some(&org),
+                    &actor,
+                    "api_key.revoked",
+                    Some(key.id.as_str()),
+                    json!({"name": key.name}),
+                    now,
+                )?;
+            }
+            Ok::<_, ApiError>(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

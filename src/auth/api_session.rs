@@ -1,0 +1,454 @@
+//! HTTP face of sessions and the second factor: login, 2FA completion, logout,
+//! logout-everywhere, `me`, and TOTP enrolment (CONTRACT.md section 2).
+
+use axum::Json;
+use axum::extract::{FromRef, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::audit;
+use super::login::{self, LoginOutcome, SignedIn};
+use super::revocation::Revocations;
+use super::tokens::LOGIN_TOKEN_TTL;
+use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db, totp};
+use crate::accounts;
+use crate::accounts::model::{Plan, Role};
+use crate::http::error::Problem;
+use crate::http::{ApiError, ApiJson, ClientAddr, ErrorCode};
+use crate::store::StoreError;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(login_handler))
+        .routes(routes!(complete_second_factor))
+        .routes(routes!(logout))
+        .routes(routes!(logout_everywhere))
+        .routes(routes!(me))
+        .routes(routes!(two_factor_setup))
+        .routes(routes!(two_factor_enable))
+        .routes(routes!(two_factor_disable))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LoginRequest {
+    pub email: String,
+    pub password: String,
+    /// Organisation (id or name) to sign in to; the user's first one when omitted.
+    #[serde(default)]
+    pub org: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeUser {
+    pub id: String,
+    pub email: String,
+    pub two_factor_enabled: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeOrg {
+    pub id: String,
+    pub name: String,
+    pub plan: Plan,
+    pub two_factor_required: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionResponse {
+    pub user: MeUser,
+    pub org: MeOrg,
+    pub role: Role,
+    /// Echo it in `X-CSRF-Token` on cookie-authenticated POST/PUT/PATCH/DELETE.
+    pub csrf_token: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SecondFactorRequired {
+    pub two_factor_required: bool,
+    pub login_token: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeResponse {
+    pub user: MeUser,
+    pub org: MeOrg,
+    pub role: Role,
+}
+
+fn org_view(org: &accounts::model::Org) -> MeOrg {
+    MeOrg {
+        id: org.id.to_string(),
+        name: org.name.clone(),
+        plan: org.plan,
+        two_factor_required: org.two_factor_required,
+    }
+}
+
+/// A cookie with the attributes every Lookout cookie shares.
+fn cookie(
+    auth: &Auth,
+    name: &'static str,
+    value: String,
+    max_age_seconds: i64,
+    http_only: bool,
+) -> HeaderValue {
+    let settings = auth.settings();
+    let mut cookie = Cookie::build((name, value))
+        .path("/")
+        .http_only(http_only)
+        .same_site(SameSite::Lax)
+        .secure(settings.cookie_secure)
+        .max_age(time::Duration::seconds(max_age_seconds));
+    if let Some(domain) = &settings.cookie_domain {
+        cookie = cookie.domain(domain.clone());
+    }
+    HeaderValue::from_str(&cookie.build().to_string())
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// 200 with the session body and its two cookies (and the login cookie cleared).
+fn session_response(auth: &Auth, signed: SignedIn) -> Response {
+    let max_age = i64::try_from(auth.settings().jwt_ttl.as_secs()).unwrap_or(i64::MAX);
+    let body = SessionResponse {
+        user: MeUser {
+            id: signed.user.id.to_string(),
+            email: signed.user.email.clone(),
+            two_factor_enabled: signed.two_factor_enabled,
+        },
+        org: org_view(&signed.org),
+        role: signed.role,
+        csrf_token: signed.csrf_token.clone(),
+    };
+    let mut response = Json(body).into_response();
+    let headers = response.headers_mut();
+    headers.append(
+        header::SET_COOKIE,
+        cookie(auth, SESSION_COOKIE, signed.token, max_age, true),
+    );
+    headers.append(
+        header::SET_COOKIE,
+        cookie(auth, CSRF_COOKIE, signed.csrf_token, max_age, false),
+    );
+    headers.append(
+        header::SET_COOKIE,
+        cookie(auth, LOGIN_COOKIE, String::new(), 0, true),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Signs in with e-mail and password.
+#[utoipa::path(post, path = "/api/v1/auth/login", tag = "auth", request_body = LoginRequest,
+    responses(
+        (status = 200, description = "signed in (cookies set), or a second factor is required", body = SessionResponse),
+        (status = 401, description = "invalid_credentials", body = Problem, content_type = "application/problem+json"),
+        (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
+    ))]
+async fn login_handler(
+    State(auth): State<Auth>,
+    ClientAddr(client): ClientAddr,
+    ApiJson(request): ApiJson<LoginRequest>,
+) -> Result<Response, ApiError> {
+    match login::password_login(
+        &auth,
+        &request.email,
+        &request.password,
+        request.org.as_deref(),
+        client,
+    )
+    .await?
+    {
+        LoginOutcome::SignedIn(signed) => Ok(session_response(&auth, *signed)),
+        LoginOutcome::SecondFactor { login_token } => {
+            let max_age = i64::try_from(LOGIN_TOKEN_TTL.as_secs()).unwrap_or(300);
+            let mut response = Json(SecondFactorRequired {
+                two_factor_required: true,
+                login_token: login_token.clone(),
+            })
+            .into_response();
+            response.headers_mut().append(
+                header::SET_COOKIE,
+                cookie(&auth, LOGIN_COOKIE, login_token, max_age, true),
+            );
+            Ok(response)
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CompleteRequest {
+    /// A current TOTP code, or one of the recovery codes.
+    pub code: String,
+    /// The login token of the first step; the `lookout_login` cookie is used when omitted.
+    #[serde(default)]
+    pub login_token: Option<String>,
+}
+
+/// Finishes a sign-in that requires a second factor.
+#[utoipa::path(post, path = "/api/v1/auth/2fa/complete", tag = "auth", request_body = CompleteRequest,
+    responses(
+        (status = 200, body = SessionResponse),
+        (status = 401, description = "invalid_code or a bad login token", body = Problem, content_type = "application/problem+json"),
+        (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
+    ))]
+async fn complete_second_factor(
+    State(auth): State<Auth>,
+    ClientAddr(client): ClientAddr,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<CompleteRequest>,
+) -> Result<Response, ApiError> {
+    let jar = CookieJar::from_headers(&headers);
+    let token = request
+        .login_token
+        .or_else(|| jar.get(LOGIN_COOKIE).map(|c| c.value().to_string()))
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthorized,
+                "no sign-in in progress: send login_token or the lookout_login cookie",
+            )
+        })?;
+    let signed = login::complete_second_factor(&auth, &token, &request.code, client).await?;
+    Ok(session_response(&auth, signed))
+}
+
+fn cleared_cookies(auth: &Auth) -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    for name in [SESSION_COOKIE, CSRF_COOKIE] {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            cookie(auth, name, String::new(), 0, name == SESSION_COOKIE),
+        );
+    }
+    response
+}
+
+/// Ends the current session only.
+#[utoipa::path(post, path = "/api/v1/auth/logout", tag = "auth", responses((status = 204)))]
+async fn logout(State(auth): State<Auth>, caller: Caller) -> Result<Response, ApiError> {
+    if let Some(claims) = caller.session().cloned() {
+        let actor = caller.actor();
+        let now = auth.clock().now();
+        let (org, written) = (caller.org_id.clone(), claims.clone());
+        auth.store()
+            .write(move |txn| {
+                Revocations::write_session_logout(txn, &written)?;
+                audit::record(txn, Some(&org), &actor, "logout", None, json!({}), now)
+            })
+            .await?;
+        auth.revocations().note_session_logout(&claims);
+    }
+    Ok(cleared_cookies(&auth))
+}
+
+/// Ends every session of the caller (RegisterUserLogout).
+#[utoipa::path(post, path = "/api/v1/auth/logout-everywhere", tag = "auth", responses((status = 204)))]
+async fn logout_everywhere(State(auth): State<Auth>, caller: Caller) -> Result<Response, ApiError> {
+    let now = auth.clock().now();
+    let (user, org, actor) = (
+        caller.user_id.clone(),
+        caller.org_id.clone(),
+        caller.actor(),
+    );
+    auth.store()
+        .write(move |txn| {
+            Revocations::write_user_logout(txn, &user, now)?;
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "logout.everywhere",
+                None,
+                json!({}),
+                now,
+            )
+        })
+        .await?;
+    auth.revocations().note_user_logout(&caller.user_id, now);
+    Ok(cleared_cookies(&auth))
+}
+
+/// Who is calling.
+#[utoipa::path(get, path = "/api/v1/auth/me", tag = "auth", responses((status = 200, body = MeResponse)))]
+async fn me(State(auth): State<Auth>, caller: Caller) -> Result<Json<MeResponse>, ApiError> {
+    let (user_id, org_id) = (caller.user_id.clone(), caller.org_id.clone());
+    let (user, org, enabled) = auth
+        .store()
+        .read(move |txn| {
+            let user = accounts::db::get_user(txn, &user_id)?;
+            let org = accounts::db::get_org(txn, &org_id)?;
+            Ok::<_, StoreError>((user, org, db::two_factor_enabled(txn, &user_id)?))
+        })
+        .await?;
+    let (Some(user), Some(org)) = (user, org) else {
+        return Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            "the account no longer exists",
+        ));
+    };
+    Ok(Json(MeResponse {
+        user: MeUser {
+            id: user.id.to_string(),
+            email: user.email,
+            two_factor_enabled: enabled,
+        },
+        org: org_view(&org),
+        role: caller.role,
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TwoFactorSetup {
+    /// Base32 secret, for manual entry.
+    pub secret: String,
+    pub otpauth_uri: String,
+    /// The URI as a QR code (SVG).
+    pub qr_svg: String,
+}
+
+/// Starts TOTP enrolment: a new secret, its otpauth URI and QR code.
+#[utoipa::path(post, path = "/api/v1/auth/2fa/setup", tag = "auth",
+    responses((status = 200, body = TwoFactorSetup),
+        (status = 409, description = "already enabled", body = Problem, content_type = "application/problem+json")))]
+async fn two_factor_setup(
+    State(auth): State<Auth>,
+    caller: Caller,
+) -> Result<Json<TwoFactorSetup>, ApiError> {
+    let now = auth.clock().now();
+    let user_id = caller.user_id.clone();
+    let enrolment = totp::pending_enrolment(now);
+    let secret = enrolment.secret.clone();
+    let email = auth
+        .store()
+        .write(move |txn| {
+            if db::two_factor_enabled(txn, &user_id)? {
+                return Err(ApiError::new(
+                    ErrorCode::TwoFactorAlreadyEnabled,
+                    "two-factor authentication is already on",
+                ));
+            }
+            db::put_two_factor(txn, &user_id, &enrolment)?;
+            let user = accounts::db::get_user(txn, &user_id)?;
+            Ok(user.map(|u| u.email).unwrap_or_default())
+        })
+        .await?;
+    let otpauth_uri = totp::otpauth_uri(&secret, &email)
+        .ok_or_else(|| ApiError::internal("cannot build the otpauth uri"))?;
+    let qr_svg = totp::qr_svg(&otpauth_uri)
+        .ok_or_else(|| ApiError::internal("cannot render the qr code"))?;
+    Ok(Json(TwoFactorSetup {
+        secret,
+        otpauth_uri,
+        qr_svg,
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CodeRequest {
+    pub code: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecoveryCodes {
+    /// Ten single-use codes, shown only now.
+    pub recovery_codes: Vec<String>,
+}
+
+/// Confirms enrolment with a first valid code and returns the recovery codes.
+#[utoipa::path(post, path = "/api/v1/auth/2fa/enable", tag = "auth", request_body = CodeRequest,
+    responses((status = 200, body = RecoveryCodes),
+        (status = 401, description = "invalid_code", body = Problem, content_type = "application/problem+json")))]
+async fn two_factor_enable(
+    State(auth): State<Auth>,
+    caller: Caller,
+    ApiJson(request): ApiJson<CodeRequest>,
+) -> Result<Json<RecoveryCodes>, ApiError> {
+    let now = auth.clock().now();
+    let (user_id, org, actor) = (
+        caller.user_id.clone(),
+        caller.org_id.clone(),
+        caller.actor(),
+    );
+    let codes = auth
+        .store()
+        .write(move |txn| {
+            let codes = totp::confirm_enrolment(txn, &user_id, &request.code, now)?;
+            if codes.is_some() {
+                audit::record(
+                    txn,
+                    Some(&org),
+                    &actor,
+                    "two_factor.enabled",
+                    Some(user_id.as_str()),
+                    json!({}),
+                    now,
+                )?;
+            }
+            Ok::<_, StoreError>(codes)
+        })
+        .await?;
+    let recovery_codes = codes.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidCode,
+            "wrong code, or no enrolment in progress (call /api/v1/auth/2fa/setup)",
+        )
+    })?;
+    Ok(Json(RecoveryCodes { recovery_codes }))
+}
+
+/// Turns the caller's second factor off; needs a current code. Ends the caller's other sessions.
+#[utoipa::path(post, path = "/api/v1/auth/2fa/disable", tag = "auth", request_body = CodeRequest,
+    responses((status = 204),
+        (status = 401, description = "invalid_code", body = Problem, content_type = "application/problem+json")))]
+async fn two_factor_disable(
+    State(auth): State<Auth>,
+    caller: Caller,
+    ApiJson(request): ApiJson<CodeRequest>,
+) -> Result<Response, ApiError> {
+    let now = auth.clock().now();
+    let (user_id, org, actor) = (
+        caller.user_id.clone(),
+        caller.org_id.clone(),
+        caller.actor(),
+    );
+    let disabled = auth
+        .store()
+        .write(move |txn| {
+            if !totp::verify_and_consume(txn, &user_id, &request.code, now)? {
+                return Ok::<_, StoreError>(false);
+            }
+            db::remove_two_factor(txn, &user_id)?;
+            Revocations::write_user_logout(txn, &user_id, now)?;
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "two_factor.disabled",
+                Some(user_id.as_str()),
+                json!({}),
+                now,
+            )?;
+            Ok(true)
+        })
+        .await?;
+    if !disabled {
+        return Err(ApiError::new(
+            ErrorCode::InvalidCode,
+            "wrong or already used code",
+        ));
+    }
+    auth.revocations().note_user_logout(&caller.user_id, now);
+    Ok(cleared_cookies(&auth))
+}

@@ -1,0 +1,165 @@
+//! Typed access to the authentication tables. Functions take the transaction first.
+
+use redb::WriteTransaction;
+
+use super::model::{
+    ApiKey, ApiKeyId, AuditEvent, LoginState, RevokedSession, SessionCutoff, TwoFactor,
+};
+use crate::accounts::model::{OrgId, UserId};
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
+
+const API_KEYS: RecordTable<ApiKey> = RecordTable::new(tables::API_KEYS);
+const API_KEY_DIGESTS: IndexTable = IndexTable::new(tables::API_KEY_DIGESTS);
+const ORG_API_KEYS: IndexTable = IndexTable::new(tables::ORG_API_KEYS);
+const LOGIN_STATES: RecordTable<LoginState> = RecordTable::new(tables::LOGIN_STATES);
+const SESSION_CUTOFFS: RecordTable<SessionCutoff> = RecordTable::new(tables::SESSION_CUTOFFS);
+const REVOKED_SESSIONS: RecordTable<RevokedSession> = RecordTable::new(tables::REVOKED_SESSIONS);
+const TWO_FACTOR: RecordTable<TwoFactor> = RecordTable::new(tables::TWO_FACTOR);
+const AUDIT_EVENTS: RecordTable<AuditEvent> = RecordTable::new(tables::AUDIT_EVENTS);
+
+/// Inserts a new key with the digest of its secret.
+pub fn insert_api_key(
+    txn: &WriteTransaction,
+    key: &ApiKey,
+    digest_hex: &str,
+) -> Result<(), StoreError> {
+    API_KEYS.insert(txn, key.id.as_str(), key)?;
+    API_KEY_DIGESTS.insert(txn, digest_hex, key.id.as_str())?;
+    ORG_API_KEYS.insert(
+        txn,
+        &tables::composite_key(key.org_id.as_str(), key.id.as_str()),
+        key.id.as_str(),
+    )
+}
+
+pub fn update_api_key(txn: &WriteTransaction, key: &ApiKey) -> Result<(), StoreError> {
+    API_KEYS.insert(txn, key.id.as_str(), key)
+}
+
+pub fn get_api_key(txn: &impl ReadTxn, id: &ApiKeyId) -> Result<Option<ApiKey>, StoreError> {
+    API_KEYS.get(txn, id.as_str())
+}
+
+pub fn find_api_key_by_digest(
+    txn: &impl ReadTxn,
+    digest_hex: &str,
+) -> Result<Option<ApiKey>, StoreError> {
+    match API_KEY_DIGESTS.get(txn, digest_hex)? {
+        Some(id) => API_KEYS.get(txn, &id),
+        None => Ok(None),
+    }
+}
+
+pub fn api_keys_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<ApiKey>, StoreError> {
+    let prefix = tables::owner_prefix(org.as_str());
+    let mut keys = Vec::new();
+    for (_, id) in ORG_API_KEYS.scan(txn, Scan::prefix(&prefix))? {
+        if let Some(key) = API_KEYS.get(txn, &id)? {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
+}
+
+pub fn login_state(txn: &impl ReadTxn, email: &str) -> Result<LoginState, StoreError> {
+    Ok(LOGIN_STATES.get(txn, email)?.unwrap_or_default())
+}
+
+pub fn put_login_state(
+    txn: &WriteTransaction,
+    email: &str,
+    state: &LoginState,
+) -> Result<(), StoreError> {
+    if state == &LoginState::default() {
+        LOGIN_STATES.remove(txn, email).map(|_| ())
+    } else {
+        LOGIN_STATES.insert(txn, email, state)
+    }
+}
+
+pub fn put_session_cutoff(
+    txn: &WriteTransaction,
+    user: &UserId,
+    cutoff: &SessionCutoff,
+) -> Result<(), StoreError> {
+    SESSION_CUTOFFS.insert(txn, user.as_str(), cutoff)
+}
+
+pub fn all_session_cutoffs(txn: &impl ReadTxn) -> Result<Vec<(String, SessionCutoff)>, StoreError> {
+    SESSION_CUTOFFS.scan(txn, Scan::all())
+}
+
+pub fn put_revoked_session(
+    txn: &WriteTransaction,
+    jti: &str,
+    revoked: &RevokedSession,
+) -> Result<(), StoreError> {
+    REVOKED_SESSIONS.insert(txn, jti, revoked)
+}
+
+pub fn all_revoked_sessions(
+    txn: &impl ReadTxn,
+) -> Result<Vec<(String, RevokedSession)>, StoreError> {
+    REVOKED_SESSIONS.scan(txn, Scan::all())
+}
+
+pub fn is_session_revoked(txn: &impl ReadTxn, jti: &str) -> Result<bool, StoreError> {
+    REVOKED_SESSIONS.contains(txn, jti)
+}
+
+pub fn remove_revoked_session(txn: &WriteTransaction, jti: &str) -> Result<(), StoreError> {
+    REVOKED_SESSIONS.remove(txn, jti).map(|_| ())
+}
+
+pub fn two_factor(txn: &impl ReadTxn, user: &UserId) -> Result<Option<TwoFactor>, StoreError> {
+    TWO_FACTOR.get(txn, user.as_str())
+}
+
+pub fn put_two_factor(
+    txn: &WriteTransaction,
+    user: &UserId,
+    enrolment: &TwoFactor,
+) -> Result<(), StoreError> {
+    TWO_FACTOR.insert(txn, user.as_str(), enrolment)
+}
+
+pub fn remove_two_factor(txn: &WriteTransaction, user: &UserId) -> Result<bool, StoreError> {
+    TWO_FACTOR.remove(txn, user.as_str())
+}
+
+/// Whether `user` has a confirmed second factor.
+pub fn two_factor_enabled(txn: &impl ReadTxn, user: &UserId) -> Result<bool, StoreError> {
+    Ok(two_factor(txn, user)?.is_some_and(|enrolment| enrolment.enabled))
+}
+
+/// The audit key: events of no organisation (e.g. a failed sign-in of an unknown address)
+/// are filed under `-`.
+fn audit_owner(org: Option<&OrgId>) -> &str {
+    org.map(OrgId::as_str).unwrap_or("-")
+}
+
+pub fn insert_audit_event(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StoreError> {
+    let key = tables::composite_key(audit_owner(event.org_id.as_ref()), event.id.as_str());
+    AUDIT_EVENTS.insert(txn, &key, event)
+}
+
+/// An organisation's events, oldest first, after the event id `after` when given.
+pub fn audit_events_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<AuditEvent>, StoreError> {
+    let prefix = tables::owner_prefix(org.as_str());
+    let cursor = after.map(|id| tables::composite_key(org.as_str(), id));
+    let scan = Scan {
+        prefix: &prefix,
+        after: cursor.as_deref(),
+        limit,
+    };
+    Ok(AUDIT_EVENTS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, event)| event)
+        .collect())
+}

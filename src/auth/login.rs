@@ -1,0 +1,371 @@
+//! Signing in: password check with per-account lockout, the second-factor step, and the
+//! session that results.
+//!
+//! Invariants: an unknown e-mail and a wrong password take the same path — an argon2 verify (of
+//! a dummy hash for unknown addresses), a recorded failure, the same 401 — so neither the body,
+//! the status nor the timing tells them apart. Lockout is keyed by the normalised e-mail, not
+//! the client address. A decision and its bookkeeping (failure count, lock, audit entry,
+//! consumed code) commit together, and a rejected attempt is still recorded: the write
+//! closures report rejection as a value, never as an error (an error would roll it back).
+
+use std::net::IpAddr;
+
+use serde_json::json;
+
+use super::audit::{self, Actor};
+use super::model::{FailureOutcome, LockoutPolicy, LoginState};
+use super::revocation::Revocations;
+use super::tokens::{Claims, LOGIN_TOKEN_TTL, TokenKind};
+use super::{Auth, db, password, totp};
+use crate::accounts::model::{Membership, Org, Role, User, normalize_email};
+use crate::accounts::{self};
+use crate::clock::Timestamp;
+use crate::http::{ApiError, ErrorCode};
+use crate::store::StoreError;
+
+/// A new session.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub token: String,
+    pub claims: Claims,
+    pub csrf_token: String,
+    pub user: User,
+    pub org: Org,
+    pub role: Role,
+    pub two_factor_enabled: bool,
+}
+
+pub enum LoginOutcome {
+    SignedIn(Box<SignedIn>),
+    /// The password was right; a second factor is awaited with this login token.
+    SecondFactor {
+        login_token: String,
+    },
+}
+
+/// What the sign-in needs from storage, read in one transaction.
+struct Account {
+    user: User,
+    membership: Membership,
+    org: Org,
+    two_factor_enabled: bool,
+}
+
+fn policy(auth: &Auth) -> LockoutPolicy {
+    let settings = auth.settings();
+    LockoutPolicy {
+        max_failures: settings.login_max_failures,
+        window: settings.login_failure_window,
+        lockout: settings.login_lockout,
+    }
+}
+
+fn locked_error(until: Timestamp, now: Timestamp) -> ApiError {
+    let seconds =
+        u64::try_from((until.unix_millis() - now.unix_millis()).max(1000) / 1000).unwrap_or(1);
+    ApiError::new(
+        ErrorCode::AccountLocked,
+        "too many failed sign-ins: this account is locked for now",
+    )
+    .with_retry_after(std::time::Duration::from_secs(seconds))
+}
+
+/// The lockout key of what was typed: normalised when it is an address, lower-cased otherwise.
+fn lockout_key(email: &str) -> String {
+    normalize_email(email).unwrap_or_else(|_| email.trim().to_lowercase())
+}
+
+/// Reads the account of `email` in `org_hint` (id or name) or its oldest membership.
+fn find_account(
+    auth: &Auth,
+    email: &str,
+    org_hint: Option<&str>,
+) -> Result<(LoginState, Option<Account>), ApiError> {
+    let email = email.to_string();
+    let org_hint = org_hint.map(str::to_string);
+    let found = auth.store().read_blocking(|txn| {
+        let state = db::login_state(txn, &email)?;
+        let Some(user) = accounts::db::find_user_by_email(txn, &email)? else {
+            return Ok::<_, StoreError>((state, None));
+        };
+        let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
+        let chosen = match &org_hint {
+            Some(hint) => {
+                let org = accounts::db::find_org(txn, hint)?;
+                memberships
+                    .into_iter()
+                    .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
+            }
+            None => memberships.into_iter().min_by_key(|m| m.created_at),
+        };
+        let Some(membership) = chosen else {
+            return Ok((state, None));
+        };
+        let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
+            return Ok((state, None));
+        };
+        let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
+        Ok((
+            state,
+            Some(Account {
+                user,
+                membership,
+                org,
+                two_factor_enabled,
+            }),
+        ))
+    })?;
+    Ok(found)
+}
+
+/// `POST /api/v1/auth/login`.
+pub async fn password_login(
+    auth: &Auth,
+    email: &str,
+    password: &str,
+    org_hint: Option<&str>,
+    client: IpAddr,
+) -> Result<LoginOutcome, ApiError> {
+    let key = lockout_key(email);
+    let now = auth.clock().now();
+    let (state, account) = find_account(auth, &key, org_hint)?;
+    if let Some(until) = state.locked_at(now) {
+        return Err(locked_error(until, now));
+    }
+    // Always one argon2 verify, against a dummy hash when there is no such account.
+    let stored = match &account {
+        Some(account) if !account.user.password_hash.is_empty() => {
+            account.user.password_hash.clone()
+        }
+        _ => auth.dummy_password_hash().to_string(),
+    };
+    let candidate = password.to_string();
+    let matches =
+        tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
+            .await
+            .map_err(ApiError::internal)?;
+    let actor = Actor {
+        user_id: account.as_ref().map(|a| a.user.id.clone()),
+        email: Some(key.clone()),
+        ip: Some(client.to_string()),
+    };
+    let Some(account) = account.filter(|_| matches) else {
+        record_failure(auth, &key, actor, "login.failed").await?;
+        return Err(ApiError::new(
+            ErrorCode::InvalidCredentials,
+            "wrong e-mail or password",
+        ));
+    };
+    let org_id = account.org.id.clone();
+    let second_factor = account.two_factor_enabled;
+    auth.store()
+        .write(move |txn| {
+            db::put_login_state(txn, &key, &LoginState::default())?;
+            let action = if second_factor {
+                "login.password_accepted"
+            } else {
+                "login.succeeded"
+            };
+            audit::record(txn, Some(&org_id), &actor, action, None, json!({}), now)
+        })
+        .await?;
+    if account.two_factor_enabled {
+        let (login_token, _) = auth
+            .signer()
+            .issue(
+                TokenKind::Login,
+                &account.user.id,
+                &account.org.id,
+                None,
+                now,
+                LOGIN_TOKEN_TTL,
+            )
+            .map_err(ApiError::internal)?;
+        return Ok(LoginOutcome::SecondFactor { login_token });
+    }
+    issue_session(
+        auth,
+        account.user,
+        account.org,
+        account.membership.role,
+        false,
+        now,
+    )
+    .map(|s| LoginOutcome::SignedIn(Box::new(s)))
+}
+
+/// Counts a failed attempt (and locks when it is the last allowed), with its audit entry.
+async fn record_failure(
+    auth: &Auth,
+    key: &str,
+    actor: Actor,
+    action: &'static str,
+) -> Result<(), ApiError> {
+    let key = key.to_string();
+    let policy = policy(auth);
+    let now = auth.clock().now();
+    auth.store()
+        .write(move |txn| {
+            let mut state = db::login_state(txn, &key)?;
+            let outcome = state.record_failure(now, &policy);
+            db::put_login_state(txn, &key, &state)?;
+            audit::record(txn, None, &actor, action, Some(&key), json!({}), now)?;
+            if let FailureOutcome::Locked(until) = outcome {
+                audit::record(
+                    txn,
+                    None,
+                    &actor,
+                    "login.locked",
+                    Some(&key),
+                    json!({"until": until.to_rfc3339()}),
+                    now,
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .await?;
+    Ok(())
+}
+
+/// Signs a session for `user` in `org`.
+pub fn issue_session(
+    auth: &Auth,
+    user: User,
+    org: Org,
+    role: Role,
+    two_factor_enabled: bool,
+    now: Timestamp,
+) -> Result<SignedIn, ApiError> {
+    let ttl = auth.settings().jwt_ttl;
+    let (token, claims) = auth
+        .signer()
+        .issue(TokenKind::Session, &user.id, &org.id, Some(role), now, ttl)
+        .map_err(ApiError::internal)?;
+    let csrf_token = auth.csrf_token(&claims.jti);
+    Ok(SignedIn {
+        token,
+        claims,
+        csrf_token,
+        user,
+        org,
+        role,
+        two_factor_enabled,
+    })
+}
+
+/// What the second-factor transaction decided.
+enum CodeOutcome {
+    Accepted,
+    WrongCode,
+    TokenUsed,
+    Locked(Timestamp),
+}
+
+/// `POST /api/v1/auth/2fa/complete`: exchanges a login token and a code for a session.
+pub async fn complete_second_factor(
+    auth: &Auth,
+    login_token: &str,
+    code: &str,
+    client: IpAddr,
+) -> Result<SignedIn, ApiError> {
+    let now = auth.clock().now();
+    let claims = auth
+        .signer()
+        .verify(TokenKind::Login, login_token, now)
+        .map_err(|err| {
+            ApiError::new(
+                ErrorCode::Unauthorized,
+                format!("login token rejected: {err}; sign in again"),
+            )
+        })?;
+    let user_id = claims.sub.clone();
+    let user = auth
+        .store()
+        .read_blocking(|txn| accounts::db::get_user(txn, &user_id))?
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
+    let key = user.email.clone();
+    let policy = policy(auth);
+    let actor = Actor {
+        user_id: Some(user.id.clone()),
+        email: Some(key.clone()),
+        ip: Some(client.to_string()),
+    };
+    let (code, txn_claims, org_id) = (code.to_string(), claims.clone(), claims.org.clone());
+    let outcome = auth
+        .store()
+        .write(move |txn| {
+            let mut state = db::login_state(txn, &key)?;
+            if let Some(until) = state.locked_at(now) {
+                return Ok::<_, StoreError>(CodeOutcome::Locked(until));
+            }
+            // A login token is single-use: its jti joins the revoked sessions on success.
+            if db::is_session_revoked(txn, &txn_claims.jti)? {
+                return Ok(CodeOutcome::TokenUsed);
+            }
+            if totp::verify_and_consume(txn, &txn_claims.sub, &code, now)? {
+                Revocations::write_session_logout(txn, &txn_claims)?;
+                db::put_login_state(txn, &key, &LoginState::default())?;
+                audit::record(
+                    txn,
+                    Some(&org_id),
+                    &actor,
+                    "login.succeeded",
+                    None,
+                    json!({"second_factor": true}),
+                    now,
+                )?;
+                return Ok(CodeOutcome::Accepted);
+            }
+            let outcome = state.record_failure(now, &policy);
+            db::put_login_state(txn, &key, &state)?;
+            audit::record(
+                txn,
+                Some(&org_id),
+                &actor,
+                "login.second_factor_failed",
+                None,
+                json!({}),
+                now,
+            )?;
+            if let FailureOutcome::Locked(until) = outcome {
+                let detail = json!({"until": until.to_rfc3339()});
+                audit::record(
+                    txn,
+                    Some(&org_id),
+                    &actor,
+                    "login.locked",
+                    Some(&key),
+                    detail,
+                    now,
+                )?;
+            }
+            Ok(CodeOutcome::WrongCode)
+        })
+        .await?;
+    match outcome {
+        CodeOutcome::Accepted => {}
+        CodeOutcome::Locked(until) => return Err(locked_error(until, now)),
+        CodeOutcome::TokenUsed => {
+            return Err(ApiError::new(
+                ErrorCode::Unauthorized,
+                "this login token was already used; sign in again",
+            ));
+        }
+        CodeOutcome::WrongCode => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidCode,
+                "wrong, expired or already used code",
+            ));
+        }
+    }
+    auth.revocations().note_session_logout(&claims);
+    let (org, role) = auth
+        .store()
+        .read_blocking(|txn| {
+            let org = accounts::db::get_org(txn, &claims.org)?;
+            let membership = accounts::db::get_membership(txn, &claims.org, &claims.sub)?;
+            Ok::<_, StoreError>(org.zip(membership.map(|m| m.role)))
+        })?
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the membership no longer exists"))?;
+    issue_session(auth, user, org, role, true, now)
+}
