@@ -96,6 +96,9 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::accounts::api::routes())
         .merge(crate::auth::api_session::routes())
         .merge(crate::auth::api_keys::routes())
+        .merge(crate::accounts::api_members::routes())
+        .merge(crate::auth::api_org::routes())
+        .merge(crate::auth::api_audit::routes())
         .merge(crate::ingest::services::routes())
         .split_for_parts()
 }

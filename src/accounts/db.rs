@@ -7,7 +7,7 @@
 use redb::WriteTransaction;
 
 use super::AccountsError;
-use super::model::{Membership, Org, OrgId, User, UserId, org_name_key};
+use super::model::{Invitation, Membership, Org, OrgId, User, UserId, org_name_key};
 use crate::store::tables;
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
 
@@ -17,6 +17,7 @@ const USERS: RecordTable<User> = RecordTable::new(tables::USERS);
 const USER_EMAILS: IndexTable = IndexTable::new(tables::USER_EMAILS);
 const MEMBERSHIPS: RecordTable<Membership> = RecordTable::new(tables::MEMBERSHIPS);
 const USER_ORGS: IndexTable = IndexTable::new(tables::USER_ORGS);
+const INVITATIONS: RecordTable<Invitation> = RecordTable::new(tables::INVITATIONS);
 
 pub fn get_org(txn: &impl ReadTxn, id: &OrgId) -> Result<Option<Org>, StoreError> {
     ORGS.get(txn, id.as_str())
@@ -152,4 +153,45 @@ pub fn remove_membership(
 /// Replaces a user's record (its e-mail is not changed here).
 pub fn update_user(txn: &WriteTransaction, user: &User) -> Result<(), StoreError> {
     USERS.insert(txn, user.id.as_str(), user)
+}
+
+/// One page of an organisation's memberships in user-id order, after the user `after`.
+pub fn memberships_of_org_page(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&UserId>,
+    limit: usize,
+) -> Result<Vec<Membership>, StoreError> {
+    let prefix = tables::owner_prefix(org.as_str());
+    let cursor = after.map(|user| tables::composite_key(org.as_str(), user.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: cursor.as_deref(),
+        limit,
+    };
+    Ok(MEMBERSHIPS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect())
+}
+
+/// Stores an invitation under the hex SHA-256 of its token.
+pub fn insert_invitation(
+    txn: &WriteTransaction,
+    digest_hex: &str,
+    invitation: &Invitation,
+) -> Result<(), StoreError> {
+    INVITATIONS.insert(txn, digest_hex, invitation)
+}
+
+pub fn get_invitation(
+    txn: &impl ReadTxn,
+    digest_hex: &str,
+) -> Result<Option<Invitation>, StoreError> {
+    INVITATIONS.get(txn, digest_hex)
+}
+
+pub fn remove_invitation(txn: &WriteTransaction, digest_hex: &str) -> Result<bool, StoreError> {
+    INVITATIONS.remove(txn, digest_hex)
 }

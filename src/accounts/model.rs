@@ -157,6 +157,41 @@ impl Record for Membership {
     const KIND: &'static str = "membership";
 }
 
+/// How long an invitation link stays valid.
+pub const INVITATION_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// An invitation to set the password of a user added without one. Stored under the SHA-256 of
+/// its token (the token itself is only in the link) and deleted when accepted, so it works once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invitation {
+    pub org_id: OrgId,
+    pub user_id: UserId,
+    /// The admin or owner who added the user.
+    pub invited_by: UserId,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+impl Record for Invitation {
+    const KIND: &'static str = "invitation";
+}
+
+impl Invitation {
+    pub fn new(org_id: OrgId, user_id: UserId, invited_by: UserId, now: Timestamp) -> Self {
+        Invitation {
+            org_id,
+            user_id,
+            invited_by,
+            created_at: now,
+            expires_at: now.plus(INVITATION_TTL),
+        }
+    }
+
+    pub fn usable_at(&self, now: Timestamp) -> bool {
+        now < self.expires_at
+    }
+}
+
 /// Why an input was refused; the message is written for the person who typed it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -253,6 +288,20 @@ mod tests {
         assert!(Role::Viewer.at_least(Role::Viewer));
         assert_eq!("admin".parse::<Role>().unwrap(), Role::Admin);
         assert!("root".parse::<Role>().is_err());
+    }
+
+    #[test]
+    fn invitations_last_seven_days() {
+        let now = Timestamp(1_000_000);
+        let invitation = Invitation::new(
+            OrgId::generate(),
+            UserId::generate(),
+            UserId::generate(),
+            now,
+        );
+        let week_ms = 7 * 24 * 3600 * 1000;
+        assert!(invitation.usable_at(Timestamp(now.0 + week_ms - 1)));
+        assert!(!invitation.usable_at(Timestamp(now.0 + week_ms)));
     }
 
     #[test]

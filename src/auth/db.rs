@@ -3,7 +3,7 @@
 use redb::WriteTransaction;
 
 use super::model::{
-    ApiKey, ApiKeyId, AuditEvent, LoginState, RevokedSession, SessionCutoff, TwoFactor,
+    ApiKey, ApiKeyId, AuditEvent, AuditId, LoginState, RevokedSession, SessionCutoff, TwoFactor,
 };
 use crate::accounts::model::{OrgId, UserId};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
@@ -162,4 +162,36 @@ pub fn audit_events_of_org(
         .into_iter()
         .map(|(_, event)| event)
         .collect())
+}
+
+/// An organisation's events, newest first, older than the event `before` when given.
+///
+/// `Scan` walks forward only, so this reads the table's range backwards itself; audit ids are
+/// ULIDs, so key order within an organisation is time order.
+pub fn audit_events_of_org_newest_first(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    before: Option<&AuditId>,
+    limit: usize,
+) -> Result<Vec<AuditEvent>, StoreError> {
+    use std::ops::Bound;
+
+    let start = tables::owner_prefix(org.as_str());
+    // Keys of this org are `{org}/…`; `0` is the character right after `/`, so `{org}0` is
+    // the first key past them.
+    let end = match before {
+        Some(id) => tables::composite_key(org.as_str(), id.as_str()),
+        None => format!("{}0", org.as_str()),
+    };
+    let table = txn.open_table(AUDIT_EVENTS.definition())?;
+    let range = table.range::<&str>((
+        Bound::Included(start.as_str()),
+        Bound::Excluded(end.as_str()),
+    ))?;
+    let mut events = Vec::new();
+    for entry in range.rev().take(limit) {
+        let (_, value) = entry?;
+        events.push(crate::store::codec::decode::<AuditEvent>(value.value())?);
+    }
+    Ok(events)
 }

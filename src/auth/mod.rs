@@ -3,7 +3,10 @@
 //! log. `Auth` is the handle handlers and extractors share; `Caller` (in `caller.rs`) is how a
 //! handler states what it requires.
 
+pub mod allowlist;
+pub mod api_audit;
 pub mod api_keys;
+pub mod api_org;
 pub mod api_session;
 pub mod audit;
 pub mod caller;

@@ -71,6 +71,8 @@ error_codes! {
     InvalidApiKey => ("invalid_api_key", UNAUTHORIZED, "Invalid API key"),
     IpNotAllowed => ("ip_not_allowed", FORBIDDEN, "Address not in the organisation's allowlist"),
     WouldLockOut => ("would_lock_out", CONFLICT, "The allowlist would exclude your own address"),
+    AlreadyMember => ("already_member", CONFLICT, "Already a member of the organisation"),
+    InvalidInvitation => ("invalid_invitation", UNAUTHORIZED, "Invalid invitation"),
     PlanRequired => ("plan_required", FORBIDDEN, "Requires the enterprise plan"),
     // Ingest (section 3).
     InvalidIngestKey => ("invalid_ingest_key", UNAUTHORIZED, "Invalid ingest key"),

@@ -5,6 +5,7 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod middleware;
+pub mod page;
 pub mod serve;
 pub mod ui;
 

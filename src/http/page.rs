@@ -1,0 +1,112 @@
+//! The list convention of CONTRACT.md section 1: `?limit=` (default 50, at most 500) and
+//! `?cursor=`, answered with `{"items":[…],"next_cursor":…|null}`.
+//!
+//! Invariants: a limit above the maximum is lowered to it (as most list APIs do) rather than
+//! refused; a limit that is not a positive integer, an empty cursor or a repeated parameter is
+//! 400 `invalid_parameter`. The cursor stays an opaque string here: each list parses its own.
+//! Other query parameters are left to the handler.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::error::{ApiError, ErrorCode};
+
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 500;
+
+/// Which page of a list the client asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
+impl PageRequest {
+    /// Reads `limit` and `cursor` from a raw query string.
+    pub fn from_query(query: Option<&str>) -> Result<PageRequest, ApiError> {
+        let mut limit = None;
+        let mut cursor = None;
+        for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            let slot = match name.as_ref() {
+                "limit" => &mut limit,
+                "cursor" => &mut cursor,
+                _ => continue,
+            };
+            if slot.replace(value.into_owned()).is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidParameter,
+                    format!("{name}: given more than once"),
+                ));
+            }
+        }
+        let limit = match limit {
+            None => DEFAULT_LIMIT,
+            Some(text) => match text.parse::<usize>() {
+                Ok(0) | Err(_) => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidParameter,
+                        format!("limit: expected an integer from 1 to {MAX_LIMIT}"),
+                    ));
+                }
+                Ok(limit) => limit.min(MAX_LIMIT),
+            },
+        };
+        if cursor.as_deref() == Some("") {
+            return Err(ApiError::new(
+                ErrorCode::InvalidParameter,
+                "cursor: empty; omit it for the first page",
+            ));
+        }
+        Ok(PageRequest { limit, cursor })
+    }
+
+    /// The error for a cursor this list did not hand out.
+    pub fn bad_cursor() -> ApiError {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            "cursor: not a cursor of this list; pass next_cursor back unchanged",
+        )
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for PageRequest {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        PageRequest::from_query(parts.uri.query())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_and_cursors() {
+        let page = |query| PageRequest::from_query(query);
+        assert_eq!(
+            page(None).unwrap(),
+            PageRequest {
+                limit: DEFAULT_LIMIT,
+                cursor: None
+            }
+        );
+        assert_eq!(page(Some("limit=7&x=1")).unwrap().limit, 7);
+        assert_eq!(page(Some("limit=100000")).unwrap().limit, MAX_LIMIT);
+        assert_eq!(
+            page(Some("cursor=aud_1%2F")).unwrap().cursor.as_deref(),
+            Some("aud_1/")
+        );
+        for bad in [
+            "limit=0",
+            "limit=-1",
+            "limit=ten",
+            "limit=",
+            "cursor=",
+            "limit=1&limit=2",
+        ] {
+            let err = page(Some(bad)).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidParameter, "{bad}");
+        }
+    }
+}
