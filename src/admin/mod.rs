@@ -5,6 +5,7 @@
 //! `execute` runs the command whether it arrived over the socket or the CLI opened the data
 //! dir itself, so online and offline behave identically.
 
+pub mod backup;
 pub mod client;
 pub mod server;
 
@@ -36,6 +37,8 @@ pub enum AdminRequest {
         org: String,
         plan: Plan,
     },
+    /// A backup of the whole database, streamed back (see `backup.rs`); not run by `execute`.
+    Backup,
 }
 
 /// One line of reply.
@@ -156,6 +159,12 @@ pub async fn execute(context: &AdminContext, request: AdminRequest) -> Result<Va
             let org = accounts::set_plan(store, &org, plan).await?;
             Ok(org_json(&org))
         }
+        // Its reply is a byte stream, not one JSON value: the socket server hands it to
+        // `backup::serve`, and offline the CLI snapshots the file itself.
+        AdminRequest::Backup => Err(AdminFailure {
+            code: "invalid_payload".to_string(),
+            message: "backup is streamed by the admin socket server, not run as a command".into(),
+        }),
     }
 }
 

@@ -93,6 +93,10 @@ async fn handle(stream: UnixStream, owner_uid: u32, context: AdminContext) -> st
             return Ok(());
         }
         let response = match serde_json::from_str::<AdminRequest>(line.trim_end()) {
+            // A backup answers with a byte stream and then ends the connection.
+            Ok(AdminRequest::Backup) => {
+                return super::backup::serve(&context, &mut write_half).await;
+            }
             Ok(request) => AdminResponse::from_result(execute(&context, request).await),
             Err(err) => AdminResponse::from_result(Err(AdminFailure {
                 code: "invalid_payload".to_string(),

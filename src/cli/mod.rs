@@ -1,10 +1,14 @@
 //! The command line: parses arguments, loads the configuration, runs a subcommand and maps
 //! its failure to an exit code.
 //!
-//! Exit codes: 0 success; 1 a command failed; 2 bad usage (clap); 75 the data dir is held by
-//! another process that cannot be reached; 78 invalid configuration.
+//! Exit codes: 0 success; 1 a command failed; 2 bad usage (clap); 3-7 a restore or backup
+//! verification refused (`backup::exit_code`); 75 the data dir is held by another process that
+//! cannot be reached; 78 invalid configuration.
 
+mod backup;
 mod org;
+mod progress;
+mod restore;
 mod serve;
 mod target;
 mod user;
@@ -47,6 +51,10 @@ pub enum Command {
         #[command(subcommand)]
         command: org::OrgCommand,
     },
+    /// Write a consistent backup of the data dir to a file, or verify one
+    Backup(backup::BackupArgs),
+    /// Restore a backup into an empty or absent data dir
+    Restore(restore::RestoreArgs),
     /// Print the version
     Version,
 }
@@ -69,6 +77,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => serve::run(config),
         Command::User { command } => user::run(&config, command),
         Command::Org { command } => org::run(&config, command),
+        Command::Backup(args) => backup::run(&config, args),
+        Command::Restore(args) => restore::run(&config, args),
         Command::Version => Ok(()),
     }
 }
@@ -80,6 +90,9 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
     }
     if let Some(DataDirError::Locked { .. }) = error.downcast_ref::<DataDirError>() {
         return EXIT_LOCKED;
+    }
+    if let Some(error) = error.downcast_ref::<crate::store::snapshot::SnapshotError>() {
+        return backup::exit_code(error);
     }
     1
 }

@@ -14,6 +14,7 @@ pub mod codec;
 pub mod data_dir;
 pub mod ids;
 pub mod migrations;
+pub mod snapshot;
 pub mod table;
 pub mod tables;
 mod writer;
@@ -265,6 +266,23 @@ impl Store {
             Err(_) => StoreError::Closed,
         };
         Err(failure.into())
+    }
+
+    /// Copies the whole database into `work_dir` inside one read transaction on this thread
+    /// (blocking): writers go on, the copy is one consistent point in time. See `snapshot`.
+    pub fn snapshot_blocking(
+        &self,
+        work_dir: &Path,
+        progress: snapshot::ProgressFn<'_>,
+    ) -> Result<snapshot::Snapshot, snapshot::SnapshotError> {
+        self.read_blocking(|txn| snapshot::take(txn, work_dir, progress))
+    }
+
+    /// Whether the writer thread is still running (false once closed, or if it died).
+    pub fn writer_alive(&self) -> bool {
+        lock(&self.shared.writer_thread)
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
     }
 
     /// Commits every queued write, stops the writer and closes the database.

@@ -1,6 +1,8 @@
 //! Integration tests: the real `lookout` binary on an ephemeral loopback port with a
 //! temporary data dir, driven over HTTP, the admin socket and the command line.
 
+mod backup;
+mod backup_data;
 mod cli;
 mod config_errors;
 mod durability;
