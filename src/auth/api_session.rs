@@ -37,6 +37,7 @@ where
         .routes(routes!(two_factor_setup))
         .routes(routes!(two_factor_enable))
         .routes(routes!(two_factor_disable))
+        .routes(routes!(change_password))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -450,5 +451,74 @@ async fn two_factor_disable(
         ));
     }
     auth.revocations().note_user_logout(&caller.user_id, now);
+    Ok(cleared_cookies(&auth))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PasswordChange {
+    pub current_password: String,
+    pub new_password: String,
+}
+
+/// Changes the caller's password and ends every one of the caller's sessions
+/// (RegisterUserLogout), this one included.
+#[utoipa::path(post, path = "/api/v1/auth/password", tag = "auth", request_body = PasswordChange,
+    responses((status = 204),
+        (status = 400, description = "the new password is too short or too long", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "invalid_credentials: the current password is wrong", body = Problem, content_type = "application/problem+json")))]
+async fn change_password(
+    State(auth): State<Auth>,
+    caller: Caller,
+    ApiJson(request): ApiJson<PasswordChange>,
+) -> Result<Response, ApiError> {
+    accounts::model::validate_password(&request.new_password)
+        .map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.to_string()))?;
+    let user_id = caller.user_id.clone();
+    let user = auth
+        .store()
+        .read(move |txn| accounts::db::get_user(txn, &user_id))
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
+    let (current, stored, new) = (
+        request.current_password,
+        user.password_hash.clone(),
+        request.new_password,
+    );
+    let new_hash = tokio::task::spawn_blocking(move || {
+        if !super::password::verify_password(&current, &stored) {
+            return Ok(None);
+        }
+        super::password::hash_password(&new).map(Some)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?
+    .ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidCredentials,
+            "the current password is wrong",
+        )
+    })?;
+    let now = auth.clock().now();
+    let (org, actor) = (caller.org_id.clone(), caller.actor());
+    let mut updated = user;
+    updated.password_hash = new_hash;
+    let user_id = updated.id.clone();
+    auth.store()
+        .write(move |txn| {
+            accounts::db::update_user(txn, &updated)?;
+            Revocations::write_user_logout(txn, &updated.id, now)?;
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "password.changed",
+                Some(updated.id.as_str()),
+                json!({}),
+                now,
+            )
+        })
+        .await?;
+    auth.revocations().note_user_logout(&user_id, now);
     Ok(cleared_cookies(&auth))
 }
