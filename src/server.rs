@@ -28,7 +28,7 @@ use utoipa_axum::routes;
 
 use crate::admin::AdminContext;
 use crate::admin::server::AdminSocket;
-use crate::auth::Auth;
+use crate::auth::{Admin, Auth};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::error::{ApiError, ErrorCode};
@@ -97,6 +97,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_session::routes())
         .merge(crate::auth::api_keys::routes())
         .merge(crate::accounts::api_members::routes())
+        .merge(crate::accounts::api_invitations::routes())
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
         .merge(crate::ingest::services::routes())
@@ -158,14 +159,16 @@ async fn healthz(State(store): State<Store>) -> Json<HealthBody> {
     Json(HealthBody { status })
 }
 
-/// Prometheus metrics, for loopback clients only until admin sessions exist.
-async fn metrics(State(state): State<AppState>, ClientAddr(client): ClientAddr) -> Response {
+/// Prometheus metrics: for loopback clients, or for an admin of any organisation.
+async fn metrics(
+    State(state): State<AppState>,
+    ClientAddr(client): ClientAddr,
+    admin: Result<Admin, ApiError>,
+) -> Response {
     if !client.is_loopback() {
-        return ApiError::new(
-            ErrorCode::Forbidden,
-            "metrics are served to loopback clients only",
-        )
-        .into_response();
+        if let Err(refused) = admin {
+            return refused.into_response();
+        }
     }
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(
@@ -246,11 +249,18 @@ pub async fn run(
     };
     // The one plain stdout line scripts and tests wait for, whatever LOG_FORMAT says.
     println!("listening on {bound}");
+    crate::systemd::notify_ready(&bound.to_string());
+    let watchdog = tokio::spawn(crate::systemd::watchdog(
+        store.clone(),
+        stop_admin.subscribe(),
+    ));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
     serve(listener, router, limits, shutdown).await;
 
     housekeeping.abort();
+    crate::systemd::notify_stopping();
     let _ = stop_admin.send(true);
+    let _ = watchdog.await;
     let _ = admin.await;
     store.close().await;
     tracing::info!("lookout stopped; every acknowledged write is committed");

@@ -245,7 +245,7 @@ fn openapi_document_lists_exactly_the_mounted_routes() {
 }
 
 #[test]
-fn metrics_are_served_to_loopback_clients_only() {
+fn metrics_are_served_to_loopback_clients_and_admins() {
     let server = server_with("TRUSTED_PROXIES", "127.0.0.1/32");
     let reply = send(http().get(server.url("/metrics")));
     assert_eq!(reply.status, 200);
@@ -262,11 +262,78 @@ fn metrics_are_served_to_loopback_clients_only() {
     for name in histograms {
         assert!(text.contains(name), "metrics lack {name}:\n{text}");
     }
-    // Through the trusted proxy on loopback, the client is the forwarded remote address.
-    let forwarded = http()
-        .get(server.url("/metrics"))
-        .header("x-forwarded-for", "203.0.113.7");
-    send(forwarded).problem(403, "forbidden");
+    // Through the trusted proxy on loopback, the client is the forwarded remote address:
+    // it needs an admin credential.
+    let remote = |key: Option<&str>| {
+        let request = http()
+            .get(server.url("/metrics"))
+            .header("x-forwarded-for", "203.0.113.7");
+        match key {
+            Some(key) => send(request.bearer_auth(key)),
+            None => send(request),
+        }
+    };
+    remote(None).problem(401, "unauthorized");
+    let admin_key = api_key_of(&server, "owner@example.com", "owner");
+    let second_admin_key = api_key_of(&server, "admin@example.com", "admin");
+    assert_eq!(remote(Some(&admin_key)).status, 200);
+    assert_eq!(
+        remote(Some(&second_admin_key)).status,
+        200,
+        "admins may scrape too"
+    );
+    remote(Some("lk_0000000000000000000000000000000000000000000")).problem(401, "invalid_api_key");
+}
+
+/// Creates a user with `role` and an API key of theirs (keys are made by admins and above).
+fn api_key_of(server: &TestServer, email: &str, role: &str) -> String {
+    let password = "long-enough-password";
+    let created = server.cli(
+        &[
+            "user",
+            "create",
+            "--email",
+            email,
+            "--password-stdin",
+            "--role",
+            role,
+        ],
+        &format!("{password}\n"),
+    );
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let response = http()
+        .post(server.url("/api/v1/auth/login"))
+        .json(&serde_json::json!({"email": email, "password": password}))
+        .send()
+        .unwrap();
+    let session = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with("lookout_session="))
+        .and_then(|value| value.split(';').next())
+        .expect("session cookie")
+        .to_string();
+    let login: Value = response.json().unwrap();
+    let csrf = login["csrf_token"]
+        .as_str()
+        .expect("csrf token")
+        .to_string();
+    let key: Value = http()
+        .post(server.url("/api/v1/orgs/me/api-keys"))
+        .header("cookie", session)
+        .header("x-csrf-token", csrf)
+        .json(&serde_json::json!({"name": "scraper"}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    key["key"].as_str().expect("key").to_string()
 }
 
 #[test]
