@@ -5,8 +5,10 @@
 //! work (password hashing) before entering the writer, and commit each change in one write.
 
 pub mod api;
+pub mod api_invitations;
 pub mod api_members;
 pub mod db;
+pub mod members;
 pub mod model;
 pub mod roles;
 pub mod setup;
