@@ -101,6 +101,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
         .merge(crate::ingest::services::routes())
+        .merge(crate::ingest::experiments::api::routes())
         .split_for_parts()
 }
 

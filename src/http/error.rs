@@ -75,6 +75,7 @@ error_codes! {
     InvalidInvitation => ("invalid_invitation", UNAUTHORIZED, "Invalid invitation"),
     PlanRequired => ("plan_required", FORBIDDEN, "Requires the enterprise plan"),
     // Ingest (section 3).
+    ExperimentExists => ("experiment_exists", CONFLICT, "Experiment already exists"),
     InvalidIngestKey => ("invalid_ingest_key", UNAUTHORIZED, "Invalid ingest key"),
     TooManyEvents => ("too_many_events", PAYLOAD_TOO_LARGE, "Too many events in one request"),
     // Inbound events, agents and terminal (sections 4 and 6).

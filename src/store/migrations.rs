@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 3;
+pub const CURRENT_VERSION: u32 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -48,6 +48,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         description: "identity and access tables",
         apply: create_identity_tables,
+    },
+    Migration {
+        version: 4,
+        description: "flags and experiments tables",
+        apply: create_experiment_tables,
     },
 ];
 
@@ -188,6 +193,14 @@ fn create_identity_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     for name in [tables::API_KEY_DIGESTS, tables::ORG_API_KEYS] {
         txn.open_table(IndexTable::new(name).definition())?;
     }
+    Ok(())
+}
+
+fn create_experiment_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    for name in [tables::FLAGS, tables::EXPERIMENTS, tables::EXPOSURE_COUNTS] {
+        txn.open_table(record_table(name))?;
+    }
+    txn.open_table(IndexTable::new(tables::EXPOSURE_VISITORS).definition())?;
     Ok(())
 }
 

@@ -101,12 +101,27 @@ pub const ALL: &[TableSpec] = &[
     bytes(AUDIT_EVENTS),
     bytes(INVITATIONS),
     bytes(SERVICES),
+    bytes(FLAGS),
+    bytes(EXPERIMENTS),
+    text(EXPOSURE_VISITORS),
+    bytes(EXPOSURE_COUNTS),
 ];
 
 /// The entry of `ALL` named `name`.
 pub fn spec(name: &str) -> Option<TableSpec> {
     ALL.iter().copied().find(|table| table.name == name)
 }
+
+// Flags and experiments (schema 4).
+
+/// `{org_id}/{flag name}` -> feature flag.
+pub const FLAGS: &str = "orgid_flagname_flag";
+/// `{org_id}/{experiment key}` -> experiment.
+pub const EXPERIMENTS: &str = "orgid_expkey_experiment";
+/// `{org_id}/{experiment}/{day}/{variant}/{visitor digest}` -> "": who was counted already.
+pub const EXPOSURE_VISITORS: &str = "orgid_exp_day_variant_visitor";
+/// `{org_id}/{experiment}/{day}/{variant}` -> unique visitors that day.
+pub const EXPOSURE_COUNTS: &str = "orgid_exp_day_variant_count";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

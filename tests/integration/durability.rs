@@ -256,7 +256,10 @@ fn schema_1_database_is_migrated_and_memberships_are_indexed() {
     assert_eq!(items(&users)[0]["memberships"], expected, "{users}");
     assert!(server.terminate(Duration::from_secs(15)).success());
 
-    assert_eq!(stored_schema_version(&database), 2);
+    assert_eq!(
+        stored_schema_version(&database),
+        lookout::store::migrations::CURRENT_VERSION
+    );
     let reverse = index_entry(&database, "userid_orgid", &format!("{user_id}/{org_id}"));
     assert_eq!(reverse, Some(org_id), "the migration indexes memberships");
 }
