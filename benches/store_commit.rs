@@ -29,14 +29,14 @@ async fn run_case(options: StoreOptions, writers: usize, duration: Duration) -> 
     let started = Instant::now();
     let deadline = started + duration;
     let mut tasks = Vec::new();
-    for writer in 0..writers {
+    for _ in 0..writers {
         let store = store.clone();
         let payload = payload.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            let mut sequence = 0u64;
             while Instant::now() < deadline {
-                let key = format!("bench/{writer}/{sequence}");
+                // Records are keyed by time-sortable ids, as every record of the service is.
+                let key = format!("evt_{}", lookout::store::ids::next_ulid());
                 let value = payload.clone();
                 let begun = Instant::now();
                 store
@@ -44,7 +44,6 @@ async fn run_case(options: StoreOptions, writers: usize, duration: Duration) -> 
                     .await
                     .expect("durable write");
                 latencies.push(begun.elapsed());
-                sequence += 1;
             }
             latencies
         }));

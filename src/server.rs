@@ -166,10 +166,8 @@ async fn metrics(
     ClientAddr(client): ClientAddr,
     admin: Result<Admin, ApiError>,
 ) -> Response {
-    if !client.is_loopback() {
-        if let Err(refused) = admin {
-            return refused.into_response();
-        }
+    if let (false, Err(refused)) = (client.is_loopback(), admin) {
+        return refused.into_response();
     }
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(

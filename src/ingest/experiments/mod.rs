@@ -177,12 +177,11 @@ pub fn record_exposures(
     Ok(outcomes)
 }
 
+/// Unique visitors per variant of one UTC day.
+pub type DayCounts = (String, BTreeMap<String, u64>);
+
 /// Unique visitors per day and variant, days in order.
-pub fn results(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    key_: &str,
-) -> Result<Vec<(String, BTreeMap<String, u64>)>, StoreError> {
+pub fn results(txn: &impl ReadTxn, org: &OrgId, key_: &str) -> Result<Vec<DayCounts>, StoreError> {
     let prefix = tables::owner_prefix(&key(org, key_));
     let mut days: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for (row, count) in EXPOSURE_COUNTS.scan(txn, Scan::prefix(&prefix))? {
