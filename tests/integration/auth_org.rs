@@ -345,3 +345,27 @@ fn the_audit_log_lists_security_events_newest_first_to_admins() {
         .problem(403, "forbidden");
     send(http().get(server.url("/api/v1/audit"))).problem(401, "unauthorized");
 }
+
+#[test]
+fn the_openapi_document_lists_the_member_settings_and_audit_routes() {
+    let server = server(&[]);
+    let document = send(http().get(server.url("/api/v1/openapi.json"))).json();
+    let routes = [
+        ("/api/v1/orgs/me/members", &["get", "post"][..]),
+        ("/api/v1/orgs/me/members/{user_id}", &["patch", "delete"]),
+        ("/api/v1/orgs/me/members/{user_id}/two-factor", &["delete"]),
+        ("/api/v1/auth/invitations/accept", &["post"]),
+        (SETTINGS, &["get", "patch"]),
+        (ALLOWLIST, &["get", "put"]),
+        ("/api/v1/audit", &["get"]),
+    ];
+    for (path, methods) in routes {
+        for method in methods {
+            let operation = &document["paths"][path][method];
+            assert!(
+                operation.is_object(),
+                "{method} {path} missing from the OpenAPI document"
+            );
+        }
+    }
+}
