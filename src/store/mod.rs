@@ -146,6 +146,18 @@ struct Shared {
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
+impl Shared {
+    /// The open database, or `Unavailable` while the writer reopens it.
+    fn current_database(&self) -> Result<Arc<Database>, StoreError> {
+        let slot = self
+            .database
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        slot.clone()
+            .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
+    }
+}
+
 /// The boxed form of a write closure, run (possibly more than once) by the writer.
 type JobFn = Box<dyn FnMut(&WriteTransaction) -> Result<Box<dyn Any + Send>, JobFailure> + Send>;
 
@@ -303,13 +315,7 @@ impl Store {
     }
 
     fn current_database(&self) -> Result<Arc<Database>, StoreError> {
-        let slot = self
-            .shared
-            .database
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        slot.clone()
-            .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
+        self.shared.current_database()
     }
 
     /// Dropping the returned sender lets the writer finish the queue and stop.

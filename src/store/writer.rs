@@ -186,13 +186,7 @@ impl Writer {
     }
 
     fn database(&self) -> Result<Arc<Database>, StoreError> {
-        let slot = self
-            .shared
-            .database
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        slot.clone()
-            .ok_or_else(|| StoreError::Unavailable("the database is being reopened".into()))
+        self.shared.current_database()
     }
 
     fn degraded(&self) -> bool {
