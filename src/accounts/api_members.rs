@@ -198,7 +198,10 @@ async fn change_role(
     ApiJson(request): ApiJson<ChangeRoleRequest>,
 ) -> Result<Json<MemberResponse>, ApiError> {
     let target = parse_user_id(&user_id)?;
-    let now = auth.clock().now();
+    // The cutoff instant is read inside the transaction, on the writer thread: a sign-in that
+    // reads the old role just before the commit yet is issued after the cutoff would outlive
+    // the change, and reading the instant here shrinks that window to the commit itself.
+    let clock = auth.clock().clone();
     let (org, actor, actor_id, new_role) = (
         caller.org_id.clone(),
         caller.actor(),
@@ -206,14 +209,15 @@ async fn change_role(
         request.role,
     );
     let written_target = target.clone();
-    let (row, changed) = auth
+    let (row, cutoff) = auth
         .store()
         .write(move |txn| {
+            let now = clock.now();
             let change = MemberChange::SetRole(new_role);
             let mut membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
             let old_role = membership.role;
             if old_role == new_role {
-                return Ok::<_, ApiError>((MemberRow::read(txn, membership)?, false));
+                return Ok::<_, ApiError>((MemberRow::read(txn, membership)?, None));
             }
             membership.role = new_role;
             db::insert_membership(txn, &membership)?;
@@ -229,11 +233,11 @@ async fn change_role(
                 detail,
                 now,
             )?;
-            Ok((MemberRow::read(txn, membership)?, true))
+            Ok((MemberRow::read(txn, membership)?, Some(now)))
         })
         .await?;
-    if changed {
-        auth.revocations().note_user_logout(&target, now);
+    if let Some(cutoff) = cutoff {
+        auth.revocations().note_user_logout(&target, cutoff);
     }
     Ok(Json(member_view(&row)))
 }
@@ -251,15 +255,18 @@ async fn remove_member(
     Path(user_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let target = parse_user_id(&user_id)?;
-    let now = auth.clock().now();
+    // The cutoff instant is read inside the transaction (see `change_role`).
+    let clock = auth.clock().clone();
     let (org, actor, actor_id) = (
         caller.org_id.clone(),
         caller.actor(),
         caller.user_id.clone(),
     );
     let written_target = target.clone();
-    auth.store()
+    let cutoff = auth
+        .store()
         .write(move |txn| {
+            let now = clock.now();
             let membership =
                 authorize_change(txn, &org, &actor_id, &written_target, MemberChange::Remove)?;
             db::remove_membership(txn, &org, &written_target)?;
@@ -283,10 +290,10 @@ async fn remove_member(
                 detail,
                 now,
             )?;
-            Ok::<_, ApiError>(())
+            Ok::<_, ApiError>(now)
         })
         .await?;
-    auth.revocations().note_user_logout(&target, now);
+    auth.revocations().note_user_logout(&target, cutoff);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -303,15 +310,18 @@ async fn reset_two_factor(
     Path(user_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let target = parse_user_id(&user_id)?;
-    let now = auth.clock().now();
+    // The cutoff instant is read inside the transaction (see `change_role`).
+    let clock = auth.clock().clone();
     let (org, actor, actor_id) = (
         caller.org_id.clone(),
         caller.actor(),
         caller.user_id.clone(),
     );
     let written_target = target.clone();
-    auth.store()
+    let cutoff = auth
+        .store()
         .write(move |txn| {
+            let now = clock.now();
             let change = MemberChange::ResetTwoFactor;
             authorize_change(txn, &org, &actor_id, &written_target, change)?;
             if !crate::auth::db::remove_two_factor(txn, &written_target)? {
@@ -331,9 +341,9 @@ async fn reset_two_factor(
                 json!({}),
                 now,
             )?;
-            Ok::<_, ApiError>(())
+            Ok::<_, ApiError>(now)
         })
         .await?;
-    auth.revocations().note_user_logout(&target, now);
+    auth.revocations().note_user_logout(&target, cutoff);
     Ok(StatusCode::NO_CONTENT)
 }
