@@ -13,3 +13,4 @@ pub mod http;
 pub mod ingest;
 pub mod server;
 pub mod store;
+pub mod systemd;

@@ -10,5 +10,6 @@ mod fixtures;
 mod harness;
 mod http_basics;
 mod lifecycle;
+mod packaging;
 mod setup;
 mod tidy;
