@@ -35,6 +35,7 @@ use crate::http::error::{ApiError, ErrorCode};
 use crate::http::extract::{BodyRules, ClientAddr, TrustedProxies};
 use crate::http::middleware::{self, HeadLimits, MakeUlidRequestId};
 use crate::http::serve::{ConnectionLimits, serve};
+use crate::ingest::Ingest;
 use crate::store::data_dir::DataDir;
 use crate::store::{Health, Store, StoreOptions};
 
@@ -48,12 +49,19 @@ pub struct AppState {
     pub store: Store,
     pub clock: Clock,
     pub auth: Auth,
+    pub ingest: Ingest,
     pub metrics: PrometheusHandle,
 }
 
 impl FromRef<AppState> for Auth {
     fn from_ref(state: &AppState) -> Auth {
         state.auth.clone()
+    }
+}
+
+impl FromRef<AppState> for Ingest {
+    fn from_ref(state: &AppState) -> Ingest {
+        state.ingest.clone()
     }
 }
 
@@ -102,6 +110,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_audit::routes())
         .merge(crate::ingest::services::routes())
         .merge(crate::ingest::experiments::api::routes())
+        .merge(crate::ingest::api::routes())
+        .merge(crate::ingest::reads::routes())
         .split_for_parts()
 }
 
@@ -120,6 +130,8 @@ pub fn build_router(state: AppState) -> Router {
         max_header_bytes: config.http.max_header_bytes,
     };
     let proxies = TrustedProxies(Arc::new(config.trusted_proxies.clone()));
+    // The ingest gate is a middleware, which sees extensions rather than the router's state.
+    let ingest = state.ingest.clone();
     api.route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/", get(crate::http::ui::index))
@@ -130,6 +142,7 @@ pub fn build_router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(middleware::observe))
         .layer(Extension(OpenApiJson(Arc::new(document))))
         .layer(Extension(body_rules))
+        .layer(Extension(ingest))
         .layer(Extension(proxies))
         .layer(axum::middleware::from_fn(
             middleware::problem_for_framework_errors,
@@ -214,11 +227,13 @@ pub async fn run(
         .await
         .context("cannot load sessions and revocations")?;
     let housekeeping = spawn_housekeeping(auth.clone());
+    let ingest = Ingest::new(&config, store.clone(), clock.clone());
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
         clock: clock.clone(),
         auth,
+        ingest: ingest.clone(),
         metrics,
     };
     let router = build_router(state);
@@ -253,6 +268,10 @@ pub async fn run(
         store.clone(),
         stop_admin.subscribe(),
     ));
+    let retention = tokio::spawn(crate::ingest::retention::run(
+        ingest,
+        stop_admin.subscribe(),
+    ));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
     serve(listener, router, limits, shutdown).await;
 
@@ -261,6 +280,7 @@ pub async fn run(
     let _ = stop_admin.send(true);
     let _ = watchdog.await;
     let _ = admin.await;
+    let _ = retention.await;
     store.close().await;
     tracing::info!("lookout stopped; every acknowledged write is committed");
     drop(data_dir);

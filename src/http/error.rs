@@ -78,6 +78,7 @@ error_codes! {
     ExperimentExists => ("experiment_exists", CONFLICT, "Experiment already exists"),
     InvalidIngestKey => ("invalid_ingest_key", UNAUTHORIZED, "Invalid ingest key"),
     TooManyEvents => ("too_many_events", PAYLOAD_TOO_LARGE, "Too many events in one request"),
+    IngestUnavailable => ("ingest_unavailable", SERVICE_UNAVAILABLE, "No organisation receives ingested data yet"),
     // Inbound events, agents and terminal (sections 4 and 6).
     InvalidInboundToken => ("invalid_inbound_token", UNAUTHORIZED, "Invalid inbound token"),
     InvalidTicket => ("invalid_ticket", UNAUTHORIZED, "Invalid shell ticket"),

@@ -1,5 +1,147 @@
-//! Browser ingest. For now: the services registry that ingest and deployments fill, and that
-//! `GET /api/v1/services` lists.
+//! Browser ingest (CONTRACT section 3): six key-authenticated, CORS-enabled, rate-limited routes
+//! under `/ingest`, the scrubbing that happens before anything is stored, the stored errors,
+//! sessions, spans and source maps, their read APIs under `/api/v1`, the services registry,
+//! flags and experiments, and retention.
+//!
+//! A request passes, in this order: the gate (`gate.rs`: CORS, the per-address rate limit), the
+//! size limit while the body streams in, the ingest key, the media type and encoding
+//! (`body.rs`), JSON parsing and the batch shape, the item count, then each item is scrubbed
+//! (`scrub.rs`) and checked on its own. Accepted items are written through the store's group
+//! commit and acknowledged (202) only once durable; a request refused before that stores nothing.
+//!
+//! Invariants: nothing a scrubber would replace reaches the store, the logs or the metrics; the
+//! client address is stored only when `WEB_INGEST_SCRUB_IP=false`; CPU-heavy steps (inflating,
+//! parsing, scrubbing, compressing) run on blocking threads, never on the reactor.
+//!
+//! For the error pipeline that builds on this (stack parsing, grouping, source map resolution,
+//! search), `errors::store_events` is the in-transaction seam and `errors::events_committed`
+//! the after-commit one; `sourcemaps::find` returns the map of a release and file.
 
+pub mod api;
+pub mod body;
+pub mod db;
+pub mod errors;
 pub mod experiments;
+pub mod fields;
+pub mod gate;
+pub mod reads;
+pub mod retention;
+pub mod scrub;
 pub mod services;
+pub mod sessions;
+pub mod sourcemaps;
+pub mod spans;
+pub mod traces;
+pub mod views;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::accounts::model::OrgId;
+use crate::clock::Clock;
+use crate::config::{Config, IngestSettings};
+use crate::http::{ApiError, BodyRules, ErrorCode};
+use crate::store::{Store, StoreError};
+use gate::{IngestKeys, MAX_TRACKED_ADDRESSES, RateGate};
+
+/// How long a client is asked to wait while no organisation exists to receive its data.
+const NO_ORG_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The ingest handle shared by the ingest routes, the gate and the retention worker.
+#[derive(Clone)]
+pub struct Ingest {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: IngestSettings,
+    store: Store,
+    clock: Clock,
+    rate: RateGate,
+    keys: IngestKeys,
+    body_read_timeout: Duration,
+    retention: Duration,
+    /// The organisation receiving ingested data, once found (organisations are never deleted).
+    org: OnceLock<OrgId>,
+}
+
+impl Ingest {
+    pub fn new(config: &Config, store: Store, clock: Clock) -> Ingest {
+        let settings = config.ingest.clone();
+        Ingest {
+            inner: Arc::new(Inner {
+                rate: RateGate::new(settings.rate_per_min, MAX_TRACKED_ADDRESSES),
+                keys: IngestKeys::new(&settings.keys),
+                settings,
+                store,
+                clock,
+                body_read_timeout: config.http.body_read_timeout,
+                retention: Duration::from_secs(u64::from(config.retention_days) * 86_400),
+                org: OnceLock::new(),
+            }),
+        }
+    }
+
+    pub fn settings(&self) -> &IngestSettings {
+        &self.inner.settings
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    pub fn rate(&self) -> &RateGate {
+        &self.inner.rate
+    }
+
+    pub fn keys(&self) -> &IngestKeys {
+        &self.inner.keys
+    }
+
+    /// RETENTION_DAYS as a duration.
+    pub fn retention(&self) -> Duration {
+        self.inner.retention
+    }
+
+    /// A body limit of `max_bytes` with the server's body deadline.
+    pub fn body_rules(&self, max_bytes: usize) -> BodyRules {
+        BodyRules {
+            max_bytes,
+            read_timeout: self.inner.body_read_timeout,
+        }
+    }
+
+    /// The organisation ingested data is bound to: `WEB_INGEST_ORG_ID`, else the first
+    /// organisation. 503 `ingest_unavailable` while it does not exist (before setup).
+    pub async fn org(&self) -> Result<OrgId, ApiError> {
+        if let Some(org) = self.inner.org.get() {
+            return Ok(org.clone());
+        }
+        let configured = self.inner.settings.org_id.clone();
+        let found = self
+            .inner
+            .store
+            .read(move |txn| {
+                let orgs = crate::accounts::db::list_orgs(txn)?;
+                let found = match &configured {
+                    Some(id) => orgs.into_iter().find(|org| org.id.as_str() == id),
+                    None => orgs.into_iter().next(),
+                };
+                Ok::<_, StoreError>(found.map(|org| org.id))
+            })
+            .await?;
+        let Some(org) = found else {
+            let detail = match &self.inner.settings.org_id {
+                Some(_) => "the organisation named by WEB_INGEST_ORG_ID does not exist",
+                None => "no organisation exists yet: finish setup first",
+            };
+            return Err(ApiError::new(ErrorCode::IngestUnavailable, detail)
+                .with_retry_after(NO_ORG_RETRY_AFTER));
+        };
+        Ok(self.inner.org.get_or_init(|| org).clone())
+    }
+}

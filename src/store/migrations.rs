@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 4;
+pub const CURRENT_VERSION: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -53,6 +53,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         description: "flags and experiments tables",
         apply: create_experiment_tables,
+    },
+    Migration {
+        version: 5,
+        description: "browser ingest tables",
+        apply: create_ingest_tables,
     },
 ];
 
@@ -201,6 +206,29 @@ fn create_experiment_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
         txn.open_table(record_table(name))?;
     }
     txn.open_table(IndexTable::new(tables::EXPOSURE_VISITORS).definition())?;
+    Ok(())
+}
+
+fn create_ingest_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let records = [
+        tables::EVENTS,
+        tables::WEB_SESSIONS,
+        tables::SPANS,
+        tables::SOURCEMAPS,
+        tables::SOURCEMAP_BLOBS,
+    ];
+    for name in records {
+        txn.open_table(record_table(name))?;
+    }
+    let indexes = [
+        tables::EVENT_CLIENT_IDS,
+        tables::SESSION_EVENTS,
+        tables::SESSION_STARTS,
+        tables::TELEMETRY_AGES,
+    ];
+    for name in indexes {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
     Ok(())
 }
 

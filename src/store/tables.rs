@@ -105,6 +105,15 @@ pub const ALL: &[TableSpec] = &[
     bytes(EXPERIMENTS),
     text(EXPOSURE_VISITORS),
     bytes(EXPOSURE_COUNTS),
+    bytes(EVENTS),
+    text(EVENT_CLIENT_IDS),
+    text(SESSION_EVENTS),
+    bytes(WEB_SESSIONS),
+    text(SESSION_STARTS),
+    bytes(SPANS),
+    bytes(SOURCEMAPS),
+    bytes(SOURCEMAP_BLOBS),
+    text(TELEMETRY_AGES),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -122,6 +131,27 @@ pub const EXPERIMENTS: &str = "orgid_expkey_experiment";
 pub const EXPOSURE_VISITORS: &str = "orgid_exp_day_variant_visitor";
 /// `{org_id}/{experiment}/{day}/{variant}` -> unique visitors that day.
 pub const EXPOSURE_COUNTS: &str = "orgid_exp_day_variant_count";
+
+// Browser ingest (schema 5).
+
+/// `{org_id}/{event_id}` -> browser error or warning; `evt_` ULIDs, so key order is arrival order.
+pub const EVENTS: &str = "orgid_eventid_event";
+/// `{org_id}/{client event_id}` -> event id: an item sent again is acknowledged, stored once.
+pub const EVENT_CLIENT_IDS: &str = "orgid_clienteventid_eventid";
+/// `{org_id}/{session id}/{event_id}` -> "": the errors of a browser session.
+pub const SESSION_EVENTS: &str = "orgid_sessionid_eventid";
+/// `{org_id}/{session id}` -> browser session (the client's id).
+pub const WEB_SESSIONS: &str = "orgid_sessionid_session";
+/// `{org_id}/{started_at ms, 20 digits}/{session id}` -> "": sessions in start order.
+pub const SESSION_STARTS: &str = "orgid_startedat_sessionid";
+/// `{org_id}/{trace_id}/{span_id}` -> span.
+pub const SPANS: &str = "orgid_traceid_spanid_span";
+/// `{org_id}/{release}/{file}` -> source map metadata (`/` and `%` in the release escaped).
+pub const SOURCEMAPS: &str = "orgid_release_file_sourcemap";
+/// Source map id -> the map, zstd-compressed raw bytes (no codec: it is not a record).
+pub const SOURCEMAP_BLOBS: &str = "sourcemapid_blob";
+/// `{age ms, 20 digits}/{kind}/{record key}` -> "": telemetry oldest first, for retention.
+pub const TELEMETRY_AGES: &str = "agems_kind_key";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

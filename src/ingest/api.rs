@@ -1,0 +1,318 @@
+//! The `/ingest/*` routes: errors, sessions, spans, ab-config and ab-uniques here, source maps
+//! in `sourcemaps.rs`; all behind the gate (`gate::ingest_gate`).
+//!
+//! Invariants: the checks run in CONTRACT order (rate in the gate, then size, key, media type
+//! and encoding, parse, count, items); a 202 is sent only after the store committed the
+//! accepted items; rejections carry reasons written here, never the rejected values.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{FromRef, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::experiments::{self, model::parse_exposure};
+use super::{Ingest, body, errors, gate, scrub, sessions, spans};
+use crate::accounts::model::OrgId;
+use crate::auth::Auth;
+use crate::clock::Timestamp;
+use crate::http::error::Problem;
+use crate::http::extract::read_body;
+use crate::http::{ApiError, ClientAddr};
+use crate::store::StoreError;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Ingest: FromRef<S>,
+    Auth: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(post_web_errors))
+        .routes(routes!(post_web_sessions))
+        .routes(routes!(post_spans))
+        .routes(routes!(super::sourcemaps::post_sourcemap))
+        .routes(routes!(get_ab_config))
+        .routes(routes!(post_ab_uniques))
+        // `layer`, not `route_layer`: the gate must also see the 405 of a wrong method.
+        .layer(axum::middleware::from_fn(gate::ingest_gate))
+}
+
+/// One item that was not accepted, by its index in the request.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Rejected {
+    pub index: usize,
+    pub reason: String,
+}
+
+/// The 202 body of every batch route.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IngestResult {
+    /// Items stored, or acknowledged again when their id was stored before.
+    pub accepted: usize,
+    pub rejected: Vec<Rejected>,
+}
+
+/// Documentation of a batch body: `{"<kind>": [item, …]}`.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct BatchBody {
+    /// The items, under `events`, `sessions`, `spans` or `exposures` by route.
+    #[schema(value_type = Vec<Object>)]
+    items: Vec<Value>,
+}
+
+/// A batch read off the wire, items parsed one by one.
+struct Batch<T> {
+    org: OrgId,
+    accepted: Vec<T>,
+    /// The request index of each accepted item.
+    indexes: Vec<usize>,
+    rejected: Vec<Rejected>,
+}
+
+/// What the item reader gets besides the item.
+#[derive(Clone)]
+struct ItemContext {
+    received_at: Timestamp,
+    client_ip: Option<String>,
+}
+
+/// Size, key, media type, parse, count, scrub and per-item checks, in that order.
+async fn receive<T: Send + 'static>(
+    ingest: &Ingest,
+    request: Request,
+    field: &'static str,
+    scrub_items: bool,
+    parse: fn(&Value, &ItemContext) -> Result<T, String>,
+) -> Result<Batch<T>, ApiError> {
+    let (mut parts, body) = request.into_parts();
+    let settings = ingest.settings();
+    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
+    gate::require_key(ingest, &parts)?;
+    let encoding = body::encoding(&parts.headers)?;
+    body::media_type(&parts.headers, false)?;
+    let org = ingest.org().await?;
+    let context = ItemContext {
+        received_at: ingest.clock().now(),
+        client_ip: stored_client_ip(ingest, &mut parts).await?,
+    };
+    let (limit, max_items) = (settings.max_body_bytes, settings.max_events);
+    let scrub_items = scrub_items && settings.scrub_pii;
+    let parsed = tokio::task::spawn_blocking(move || {
+        let decoded = body::decode(&raw, encoding, limit)?;
+        let mut items = body::parse_batch(&decoded, field)?;
+        body::check_count(&items, max_items)?;
+        let mut batch = Batch {
+            org,
+            accepted: Vec::with_capacity(items.len()),
+            indexes: Vec::with_capacity(items.len()),
+            rejected: Vec::new(),
+        };
+        for (index, item) in items.iter_mut().enumerate() {
+            if scrub_items {
+                scrub::scrub_item(item);
+            }
+            match parse(item, &context) {
+                Ok(value) => {
+                    batch.accepted.push(value);
+                    batch.indexes.push(index);
+                }
+                Err(reason) => batch.rejected.push(Rejected { index, reason }),
+            }
+        }
+        Ok::<_, ApiError>(batch)
+    });
+    parsed.await.map_err(ApiError::internal)?
+}
+
+/// The client address to keep with items: none unless `WEB_INGEST_SCRUB_IP=false`.
+async fn stored_client_ip(ingest: &Ingest, parts: &mut Parts) -> Result<Option<String>, ApiError> {
+    if ingest.settings().scrub_ip {
+        return Ok(None);
+    }
+    let ClientAddr(address) = ClientAddr::from_request_parts(parts, &()).await?;
+    Ok(Some(address.to_string()))
+}
+
+fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<IngestResult>) {
+    let body = IngestResult { accepted, rejected };
+    (StatusCode::ACCEPTED, Json(body))
+}
+
+/// Stores browser errors and warnings.
+#[utoipa::path(post, path = "/ingest/web-errors", tag = "ingest",
+    description = "Key in `X-Lookout-Key` or `?key=`. Body `{\"events\":[…]}` as JSON or text/plain, optionally gzip. See docs/ingest.md.",
+    request_body(content = BatchBody, content_type = "application/json"),
+    params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
+    responses((status = 202, body = IngestResult),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 429, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json")))]
+async fn post_web_errors(
+    State(ingest): State<Ingest>,
+    request: Request,
+) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
+    let parse = |item: &Value, context: &ItemContext| {
+        errors::parse_event(item, context.received_at, context.client_ip.as_deref())
+    };
+    let batch = receive(&ingest, request, "events", true, parse).await?;
+    let count = batch.accepted.len();
+    if count > 0 {
+        let (org, events) = (batch.org.clone(), batch.accepted);
+        let stored = ingest
+            .store()
+            .write(move |txn| errors::store_events(txn, &org, &events))
+            .await
+            .map_err(ApiError::from)?;
+        errors::events_committed(&batch.org, &stored);
+    }
+    Ok(accepted(count, batch.rejected))
+}
+
+/// Stores browser sessions; the same id again updates the session.
+#[utoipa::path(post, path = "/ingest/web-sessions", tag = "ingest",
+    description = "Body `{\"sessions\":[…]}`; see docs/ingest.md.",
+    request_body(content = BatchBody, content_type = "application/json"),
+    params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
+    responses((status = 202, body = IngestResult),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json")))]
+async fn post_web_sessions(
+    State(ingest): State<Ingest>,
+    request: Request,
+) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
+    let parse = |item: &Value, context: &ItemContext| {
+        sessions::parse_session(item, context.received_at, context.client_ip.as_deref())
+    };
+    let batch = receive(&ingest, request, "sessions", true, parse).await?;
+    let count = batch.accepted.len();
+    if count > 0 {
+        let (org, items) = (batch.org, batch.accepted);
+        ingest
+            .store()
+            .write(move |txn| sessions::upsert_sessions(txn, &org, &items))
+            .await
+            .map_err(ApiError::from)?;
+    }
+    Ok(accepted(count, batch.rejected))
+}
+
+/// Stores front-end spans.
+#[utoipa::path(post, path = "/ingest/spans", tag = "ingest",
+    description = "Body `{\"spans\":[…]}`; see docs/ingest.md.",
+    request_body(content = BatchBody, content_type = "application/json"),
+    params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
+    responses((status = 202, body = IngestResult),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json")))]
+async fn post_spans(
+    State(ingest): State<Ingest>,
+    request: Request,
+) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
+    let parse = |item: &Value, context: &ItemContext| spans::parse_span(item, context.received_at);
+    let batch = receive(&ingest, request, "spans", true, parse).await?;
+    let count = batch.accepted.len();
+    if count > 0 {
+        let (org, items) = (batch.org, batch.accepted);
+        ingest
+            .store()
+            .write(move |txn| spans::store_spans(txn, &org, &items))
+            .await
+            .map_err(ApiError::from)?;
+    }
+    Ok(accepted(count, batch.rejected))
+}
+
+/// Counts experiment exposures: a visitor once per experiment, variant and UTC day.
+#[utoipa::path(post, path = "/ingest/ab-uniques", tag = "ingest",
+    description = "Body `{\"exposures\":[{\"experiment\",\"variant\",\"visitor_id\",\"timestamp\"?}]}`.",
+    request_body(content = BatchBody, content_type = "application/json"),
+    params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
+    responses((status = 202, body = IngestResult),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json")))]
+async fn post_ab_uniques(
+    State(ingest): State<Ingest>,
+    request: Request,
+) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
+    // Visitor ids are stored only as digests, so exposures are not scrubbed: scrubbing would
+    // merge every visitor whose id looks like an address into one.
+    let parse = |item: &Value, context: &ItemContext| parse_exposure(item, context.received_at);
+    let batch = receive(&ingest, request, "exposures", false, parse).await?;
+    let mut rejected = batch.rejected;
+    let mut count = batch.accepted.len();
+    if count > 0 {
+        let (org, exposures) = (batch.org, batch.accepted);
+        let outcomes = ingest
+            .store()
+            .write(move |txn| experiments::record_exposures(txn, &org, &exposures))
+            .await
+            .map_err(ApiError::from)?;
+        for (index, outcome) in batch.indexes.into_iter().zip(outcomes) {
+            if let Some(reason) = outcome {
+                count -= 1;
+                rejected.push(Rejected { index, reason });
+            }
+        }
+        rejected.sort_by_key(|r| r.index);
+    }
+    Ok(accepted(count, rejected))
+}
+
+/// Flags and experiments for the browser SDK, with an ETag.
+#[utoipa::path(get, path = "/ingest/ab-config", tag = "ingest",
+    description = "`{\"flags\":{name:value},\"experiments\":[…]}` with `ETag` and `Cache-Control: no-cache`; `If-None-Match` with the current ETag gives 304.",
+    params(("key" = Option<String>, Query, description = "the ingest key")),
+    responses((status = 200, body = experiments::AbConfig), (status = 304),
+        (status = 401, body = Problem, content_type = "application/problem+json")))]
+async fn get_ab_config(
+    State(ingest): State<Ingest>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (parts, _) = request.into_parts();
+    gate::require_key(&ingest, &parts)?;
+    let org = ingest.org().await?;
+    let config = ingest
+        .store()
+        .read(move |txn| experiments::ab_config(txn, &org))
+        .await
+        .map_err(|error: StoreError| ApiError::from(error))?;
+    let (document, etag) = experiments::render_ab_config(&config);
+    let fresh = parts
+        .headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|tag| tag.trim().trim_start_matches("W/"))
+        .any(|tag| tag == etag || tag == "*");
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut response = Body::from(document).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,289 @@
+//! Reading an ingest body: media type and encoding (415), the size limit while the raw bytes
+//! stream in and again on the decoded bytes (413), and the JSON batch shape (400).
+//!
+//! Invariants: no more than `limit + 1` bytes are ever buffered or inflated, so a gzip bomb
+//! costs at most the limit; JSON is parsed with serde_json's recursion limit on, and a batch
+//! is only ever an object holding one array of items, so hostile nesting, invalid UTF-8, lone
+//! surrogates and out-of-range numbers (`1e400`) all end as 400 `invalid_payload`. Error
+//! details never quote the body.
+
+use std::io::Read;
+
+use axum::http::{HeaderMap, header};
+use serde_json::Value;
+
+use crate::http::{ApiError, ErrorCode};
+
+/// How the body bytes are encoded on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Identity,
+    Gzip,
+}
+
+/// What the body is, by its `Content-Type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaType {
+    /// `application/json`, or `text/plain` as `navigator.sendBeacon` sends it: both are JSON.
+    Json,
+    /// `multipart/form-data` with its boundary (source map uploads only).
+    Multipart,
+}
+
+fn unsupported(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::UnsupportedMediaType, detail)
+}
+
+pub fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::BodyTooLarge,
+        format!("the request body exceeds {limit} bytes"),
+    )
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPayload, detail)
+}
+
+/// The body's encoding from `Content-Encoding`: none, `identity` or `gzip`; anything else
+/// (including a chain of encodings) is 415.
+pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+    let mut values = headers.get_all(header::CONTENT_ENCODING).iter();
+    let Some(value) = values.next() else {
+        return Ok(Encoding::Identity);
+    };
+    if values.next().is_some() {
+        return Err(unsupported("send at most one Content-Encoding: gzip"));
+    }
+    let value = value.to_str().unwrap_or("").trim().to_ascii_lowercase();
+    match value.as_str() {
+        "" | "identity" => Ok(Encoding::Identity),
+        "gzip" | "x-gzip" => Ok(Encoding::Gzip),
+        _ => Err(unsupported("the only Content-Encoding accepted is gzip")),
+    }
+}
+
+/// The body's media type; `allow_multipart` only for source map uploads.
+pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaType, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "application/json" | "text/plain" => Ok(MediaType::Json),
+        "multipart/form-data" if allow_multipart => Ok(MediaType::Multipart),
+        _ if allow_multipart => Err(unsupported(
+            "send application/json, text/plain or multipart/form-data",
+        )),
+        _ => Err(unsupported("send application/json or text/plain")),
+    }
+}
+
+/// The decoded body, at most `limit` bytes (413 beyond). Gzip is inflated only up to one byte
+/// past the limit, so the size of what a small compressed body would expand to never matters.
+pub fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Vec<u8>, ApiError> {
+    match encoding {
+        Encoding::Identity if raw.len() > limit => Err(too_large(limit)),
+        Encoding::Identity => Ok(raw.to_vec()),
+        Encoding::Gzip => {
+            let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+            let mut decoded = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
+            flate2::read::MultiGzDecoder::new(raw)
+                .take(cap)
+                .read_to_end(&mut decoded)
+                .map_err(|_| invalid("the body is not valid gzip"))?;
+            if decoded.len() > limit {
+                return Err(too_large(limit));
+            }
+            Ok(decoded)
+        }
+    }
+}
+
+/// Parses any JSON document, reporting only where it broke, never what it held.
+pub fn parse_document(bytes: &[u8]) -> Result<Value, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let parsed = serde::Deserialize::deserialize(&mut deserializer).and_then(|value: Value| {
+        deserializer.end()?;
+        Ok(value)
+    });
+    parsed.map_err(|error| {
+        invalid(format!(
+            "the body is not valid JSON ({} at line {} column {})",
+            category(&error),
+            error.line(),
+            error.column()
+        ))
+    })
+}
+
+fn category(error: &serde_json::Error) -> &'static str {
+    match error.classify() {
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Eof => "unexpected end",
+        serde_json::error::Category::Data => "unsupported value",
+        serde_json::error::Category::Io => "unreadable",
+    }
+}
+
+/// The items of a batch body `{"<field>": [item, …]}`: 400 when the body is not that shape.
+/// The items themselves are checked one by one later (a bad item is rejected, not the batch).
+pub fn parse_batch(bytes: &[u8], field: &str) -> Result<Vec<Value>, ApiError> {
+    let Value::Object(mut document) = parse_document(bytes)? else {
+        return Err(invalid(format!(
+            "the body must be a JSON object with an array \"{field}\""
+        )));
+    };
+    match document.remove(field) {
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(invalid(format!("\"{field}\" must be an array"))),
+        None => Err(invalid(format!("the body has no \"{field}\" array"))),
+    }
+}
+
+/// 413 `too_many_events` when a batch holds more than `max` items.
+pub fn check_count(items: &[Value], max: usize) -> Result<(), ApiError> {
+    if items.len() > max {
+        return Err(ApiError::new(
+            ErrorCode::TooManyEvents,
+            format!(
+                "{} items in one request; the limit is {max} (WEB_INGEST_MAX_EVENTS)",
+                items.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use axum::http::HeaderValue;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(name.clone(), HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn media_types_and_encodings() {
+        let json = |ct: &'static str| media_type(&headers(&[(header::CONTENT_TYPE, ct)]), false);
+        assert_eq!(json("application/json").unwrap(), MediaType::Json);
+        assert_eq!(json("text/plain;charset=UTF-8").unwrap(), MediaType::Json);
+        for bad in [
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "",
+        ] {
+            assert_eq!(json(bad).unwrap_err().code, ErrorCode::UnsupportedMediaType);
+        }
+        let multipart = headers(&[(header::CONTENT_TYPE, "multipart/form-data; boundary=x")]);
+        assert_eq!(media_type(&multipart, true).unwrap(), MediaType::Multipart);
+
+        let enc = |v: &'static str| encoding(&headers(&[(header::CONTENT_ENCODING, v)]));
+        assert_eq!(encoding(&HeaderMap::new()).unwrap(), Encoding::Identity);
+        assert_eq!(enc("GZIP").unwrap(), Encoding::Gzip);
+        for bad in ["br", "deflate", "gzip, gzip"] {
+            assert_eq!(enc(bad).unwrap_err().code, ErrorCode::UnsupportedMediaType);
+        }
+        let twice = headers(&[
+            (header::CONTENT_ENCODING, "gzip"),
+            (header::CONTENT_ENCODING, "gzip"),
+        ]);
+        assert!(encoding(&twice).is_err());
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_at_the_limit() {
+        let bomb = gzip(&vec![b' '; 16 << 20]);
+        assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+        let error = decode(&bomb, Encoding::Gzip, 256 << 10).unwrap_err();
+        assert_eq!(error.code, ErrorCode::BodyTooLarge);
+    }
+
+    #[test]
+    fn hostile_json_is_invalid_payload() {
+        let deep = format!(
+            "{{\"events\":{}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let cases: Vec<Vec<u8>> = vec![
+            deep.into_bytes(),
+            b"{\"events\":[1e400]}".to_vec(),
+            b"{\"events\":[\"\\ud800\"]}".to_vec(),
+            b"{\"events\":[\"\xff\xfe\"]}".to_vec(),
+            b"{\"events\":{}}".to_vec(),
+            b"[]".to_vec(),
+            b"{\"events\":[]} trailing".to_vec(),
+            b"{\"other\":[]}".to_vec(),
+        ];
+        for body in cases {
+            let error = parse_batch(&body, "events").unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidPayload);
+            assert!(!error.detail.contains("ud800"), "{}", error.detail);
+        }
+        let items = parse_batch(br#"{"events":[{},1,"x"],"extra":true}"#, "events").unwrap();
+        assert_eq!(items.len(), 3);
+    }
+
+    #[test]
+    fn counts_are_exact() {
+        let items = vec![Value::Null; 3];
+        assert!(check_count(&items, 3).is_ok());
+        assert_eq!(
+            check_count(&items, 2).unwrap_err().code,
+            ErrorCode::TooManyEvents
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn limits_are_exact_for_raw_and_gzip(body in proptest::collection::vec(any::<u8>(), 0..2048), limit in 0usize..2048) {
+            let fits = body.len() <= limit;
+            let raw = decode(&body, Encoding::Identity, limit);
+            let zipped = decode(&gzip(&body), Encoding::Gzip, limit);
+            prop_assert_eq!(raw.is_ok(), fits);
+            prop_assert_eq!(zipped.is_ok(), fits);
+            if fits {
+                prop_assert_eq!(raw.unwrap(), body.clone());
+                prop_assert_eq!(zipped.unwrap(), body);
+            } else {
+                prop_assert_eq!(raw.unwrap_err().code, ErrorCode::BodyTooLarge);
+                prop_assert_eq!(zipped.unwrap_err().code, ErrorCode::BodyTooLarge);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode(&bytes, Encoding::Gzip, 4096).map(|decoded| parse_batch(&decoded, "events"));
+            let _ = parse_batch(&bytes, "events");
+        }
+
+        #[test]
+        fn batches_of_objects_round_trip(count in 0usize..50) {
+            let body = serde_json::json!({"events": vec![serde_json::json!({"a": 1}); count]});
+            let items = parse_batch(body.to_string().as_bytes(), "events").unwrap();
+            prop_assert_eq!(items.len(), count);
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Browser errors and warnings (`POST /ingest/web-errors`): the stored event, reading one item
+//! into it, and storing a batch.
+//!
+//! Invariants: an event keeps the ingest field names; `frames`, `tags` and `fingerprint` are
+//! kept as sent (already scrubbed). Event ids are `evt_` ULIDs minted on arrival, so the
+//! events of an organisation re-read in key order come back in arrival order. An item whose
+//! `event_id` (or `id`) was stored before is acknowledged and not stored again.
+//!
+//! The seam for grouping, stack parsing, source map resolution and search: `store_events` runs
+//! inside the write transaction (grouping that must commit with the event goes there), and
+//! `events_committed` is called with every batch once it is durable (indexing goes there).
+
+use redb::WriteTransaction;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::db::{self, Kind};
+use super::fields::Fields;
+use super::services::{self, Activity};
+use crate::accounts::model::OrgId;
+use crate::clock::Timestamp;
+use crate::store::codec::Record;
+use crate::store::{IndexTable, RecordTable, StoreError, tables};
+
+crate::typed_id!(
+    /// `evt_…`
+    EventId,
+    "evt_"
+);
+
+pub const EVENTS: RecordTable<ErrorEvent> = RecordTable::new(tables::EVENTS);
+const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
+pub const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
+
+/// A stored browser error or warning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    pub id: EventId,
+    /// The client's `event_id` (or `id`), when it sent one.
+    #[serde(default)]
+    pub event_id: Option<String>,
+    pub level: String,
+    pub message: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub stack: Option<String>,
+    #[serde(default)]
+    pub frames: Option<Vec<Value>>,
+    pub url: String,
+    #[serde(default)]
+    pub release: Option<String>,
+    #[serde(default)]
+    pub environment: Option<String>,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub user_id: Option<String>,
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// The client's time of the error, else the arrival time.
+    pub timestamp: Timestamp,
+    pub received_at: Timestamp,
+    #[serde(default)]
+    pub tags: Map<String, Value>,
+    #[serde(default)]
+    pub fingerprint: Option<Vec<Value>>,
+    /// Only when `WEB_INGEST_SCRUB_IP=false`.
+    #[serde(default)]
+    pub client_ip: Option<String>,
+}
+
+impl Record for ErrorEvent {
+    const KIND: &'static str = "error event";
+}
+
+impl ErrorEvent {
+    pub fn key(&self, org: &OrgId) -> String {
+        tables::composite_key(org.as_str(), self.id.as_str())
+    }
+
+    fn age(&self) -> Timestamp {
+        db::age_of(self.timestamp, self.received_at)
+    }
+}
+
+/// Reads one (already scrubbed) item. `client_ip` is the sender's address when it may be kept.
+pub fn parse_event(
+    item: &Value,
+    received_at: Timestamp,
+    client_ip: Option<&str>,
+) -> Result<ErrorEvent, String> {
+    let fields = Fields::of(item)?;
+    let level = fields.required_text("level")?;
+    if level != "error" && level != "warning" {
+        return Err("level must be \"error\" or \"warning\"".into());
+    }
+    let event_id = match fields.id("event_id")? {
+        Some(id) => Some(id),
+        None => fields.id("id")?,
+    };
+    let frames = fields.array("frames")?;
+    if frames
+        .as_ref()
+        .is_some_and(|frames| frames.iter().any(|frame| !frame.is_object()))
+    {
+        return Err("frames must be an array of objects".into());
+    }
+    let fingerprint = fields.array("fingerprint")?;
+    if fingerprint
+        .as_ref()
+        .is_some_and(|parts| parts.iter().any(|part| !part.is_string()))
+    {
+        return Err("fingerprint must be an array of strings".into());
+    }
+    Ok(ErrorEvent {
+        id: EventId::generate(),
+        event_id,
+        level,
+        message: fields.required_text("message")?,
+        name: fields.text("name")?,
+        stack: fields.text("stack")?,
+        frames,
+        url: fields.required_text("url")?,
+        release: fields.name("release")?,
+        environment: fields.name("environment")?,
+        service: fields.name("service")?,
+        session_id: fields.id("session_id")?,
+        user_id: fields.text("user_id")?,
+        user_agent: fields.text("user_agent")?,
+        timestamp: fields.timestamp("timestamp")?.unwrap_or(received_at),
+        received_at,
+        tags: fields.object("tags")?.unwrap_or_default(),
+        fingerprint,
+        client_ip: client_ip.map(str::to_string),
+    })
+}
+
+/// Stores the events not stored before and updates the services registry; returns the ones
+/// it stored. May run more than once (the group-commit writer retries batches).
+pub fn store_events(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    events: &[ErrorEvent],
+) -> Result<Vec<ErrorEvent>, StoreError> {
+    let mut stored = Vec::with_capacity(events.len());
+    let mut activity = Vec::new();
+    for event in events {
+        if let Some(client_id) = &event.event_id {
+            let index_key = tables::composite_key(org.as_str(), client_id);
+            if EVENT_CLIENT_IDS.get(txn, &index_key)?.is_some() {
+                continue;
+            }
+            EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
+        }
+        let key = event.key(org);
+        EVENTS.insert(txn, &key, event)?;
+        if let Some(session) = &event.session_id {
+            let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
+            SESSION_EVENTS.insert(txn, &session_key, "")?;
+        }
+        db::put_age(txn, Kind::Event, event.age(), &key)?;
+        if let Some(service) = &event.service {
+            activity.push(Activity {
+                service: service.clone(),
+                environment: event.environment.clone(),
+                at: event.received_at,
+                errors: u64::from(event.level == "error"),
+            });
+        }
+        stored.push(event.clone());
+    }
+    services::record_activity(txn, org, &activity)?;
+    Ok(stored)
+}
+
+/// Called once the events of one request are durable: the hook for work that must not run
+/// inside the write transaction (indexing for search, alerting on spikes).
+pub fn events_committed(org: &OrgId, events: &[ErrorEvent]) {
+    metrics::counter!("lookout_ingest_events_stored_total").increment(events.len() as u64);
+    tracing::debug!(org = %org, stored = events.len(), "error events committed");
+}
+
+/// Removes an event and its index rows (retention). `false` when it was already gone.
+pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
+    let Some(event) = EVENTS.get(txn, key)? else {
+        return Ok(false);
+    };
+    let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
+    if let Some(client_id) = &event.event_id {
+        let index_key = tables::composite_key(org, client_id);
+        if EVENT_CLIENT_IDS.get(txn, &index_key)?.as_deref() == Some(event.id.as_str()) {
+            EVENT_CLIENT_IDS.remove(txn, &index_key)?;
+        }
+    }
+    if let Some(session) = &event.session_id {
+        SESSION_EVENTS.remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
+    }
+    db::remove_age(txn, Kind::Event, event.age(), key)?;
+    EVENTS.remove(txn, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const NOW: Timestamp = Timestamp(1_795_348_800_000);
+
+    #[test]
+    fn items_become_events_or_reasons() {
+        let item = json!({"level": "error", "message": "boom", "url": "https://a.test/",
+            "event_id": "e-1", "frames": [{"file": "a.js", "line": 1, "column": 2}],
+            "tags": {"plan": "pro"}, "timestamp": "2026-11-22T11:00:00Z", "service": "web"});
+        let event = parse_event(&item, NOW, None).unwrap();
+        assert_eq!(event.event_id.as_deref(), Some("e-1"));
+        assert_eq!(event.timestamp, Timestamp(NOW.0 - 3_600_000));
+        assert_eq!(event.tags["plan"], "pro");
+        assert!(event.id.as_str().starts_with("evt_"));
+        let with_id = json!({"level": "warning", "message": "m", "url": "u", "id": "x"});
+        assert_eq!(
+            parse_event(&with_id, NOW, None)
+                .unwrap()
+                .event_id
+                .as_deref(),
+            Some("x")
+        );
+
+        let bad = [
+            json!({"message": "m", "url": "u"}),
+            json!({"level": "fatal", "message": "m", "url": "u"}),
+            json!({"level": "error", "url": "u"}),
+            json!({"level": "error", "message": 5, "url": "u"}),
+            json!({"level": "error", "message": "m"}),
+            json!({"level": "error", "message": "m", "url": "u", "frames": [1]}),
+            json!({"level": "error", "message": "m", "url": "u", "tags": []}),
+            json!({"level": "error", "message": "m", "url": "u", "timestamp": -5}),
+            json!({"level": "error", "message": "m", "url": "u", "session_id": "a/b"}),
+            json!({"level": "error", "message": "m", "url": "u", "fingerprint": [{}]}),
+            json!("not an object"),
+        ];
+        for item in bad {
+            assert!(parse_event(&item, NOW, None).is_err(), "{item}");
+        }
+    }
+}

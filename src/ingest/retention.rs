@@ -1,0 +1,163 @@
+//! Retention: a background worker that deletes error events, sessions and spans older than
+//! `RETENTION_DAYS`, and forgets idle addresses of the ingest rate limiter.
+//!
+//! Invariants: deletion walks the age index oldest first in transactions of at most `BATCH`
+//! items, so it never holds the writer for long and a crash mid-sweep only leaves work for the
+//! next sweep; each record leaves together with its index rows. The worker stops when the
+//! shutdown signal flips, before the store closes.
+
+use std::time::Duration;
+
+use redb::WriteTransaction;
+use tokio::sync::watch;
+
+use super::db::{self, Kind};
+use super::{Ingest, errors, sessions, spans};
+use crate::clock::Timestamp;
+use crate::store::StoreError;
+
+/// Time between sweeps (the first runs at start-up).
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
+/// Items deleted per transaction.
+pub const BATCH: usize = 256;
+
+/// Sweeps every `SWEEP_INTERVAL` until `shutdown` turns true (or its sender is dropped).
+pub async fn run(ingest: Ingest, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        sweep(&ingest, &shutdown).await;
+        ingest.rate().sweep(true);
+        tokio::select! {
+            _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
+            changed = shutdown.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Deletes everything older than the retention period, batch by batch; returns how many.
+pub async fn sweep(ingest: &Ingest, shutdown: &watch::Receiver<bool>) -> usize {
+    let cutoff = retention_cutoff(ingest.clock().now(), ingest.retention());
+    let mut total = 0;
+    while !*shutdown.borrow() {
+        let removed = ingest
+            .store()
+            .write(move |txn| delete_expired(txn, cutoff, BATCH))
+            .await;
+        match removed {
+            Ok(count) => {
+                total += count;
+                if count < BATCH {
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "retention sweep failed; retrying at the next sweep");
+                break;
+            }
+        }
+    }
+    if total > 0 {
+        metrics::counter!("lookout_ingest_retention_deleted_total").increment(total as u64);
+        tracing::info!(deleted = total, "retention removed old telemetry");
+    }
+    total
+}
+
+/// The instant before which telemetry is deleted.
+pub fn retention_cutoff(now: Timestamp, retention: Duration) -> Timestamp {
+    let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    Timestamp(now.unix_millis().saturating_sub(ms))
+}
+
+/// Deletes up to `limit` items aged before `cutoff`, oldest first; returns how many.
+pub fn delete_expired(
+    txn: &WriteTransaction,
+    cutoff: Timestamp,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let expired = db::expired(txn, cutoff, limit)?;
+    for item in &expired {
+        match item.kind {
+            Kind::Event => errors::remove_event(txn, &item.record_key)?,
+            Kind::Session => sessions::remove_session(txn, &item.record_key)?,
+            Kind::Span => spans::remove_span(txn, &item.record_key)?,
+        };
+        // Normally gone with its record already; this also clears a row left dangling.
+        db::remove_age_key(txn, &item.age_key)?;
+    }
+    Ok(expired.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::accounts::model::OrgId;
+    use crate::store::{ReadTxn, tables};
+
+    const DAY: i64 = 86_400_000;
+    const NOW: Timestamp = Timestamp(1_795_348_800_000);
+
+    #[test]
+    fn old_items_go_with_their_index_rows_and_new_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
+        crate::store::migrations::migrate(&database).unwrap();
+        let org = OrgId::generate();
+        let event = |id: &str, at: i64| {
+            let item = json!({"level": "error", "message": "m", "url": "u", "event_id": id,
+                "session_id": "s-1", "timestamp": at, "service": "web"});
+            errors::parse_event(&item, NOW, None).unwrap()
+        };
+        let old_session = json!({"id": "s-0", "started_at": NOW.0 - 3 * DAY, "url": "u"});
+        let new_session = json!({"id": "s-1", "started_at": NOW.0 - DAY / 2, "url": "u"});
+        let span = json!({"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7",
+            "name": "load", "start_time": NOW.0 - 5 * DAY, "duration_ms": 3, "service": "web"});
+        let txn = database.begin_write().unwrap();
+        errors::store_events(
+            &txn,
+            &org,
+            &[event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
+        )
+        .unwrap();
+        let parsed =
+            [old_session, new_session].map(|s| sessions::parse_session(&s, NOW, None).unwrap());
+        sessions::upsert_sessions(&txn, &org, &parsed).unwrap();
+        spans::store_spans(&txn, &org, &[spans::parse_span(&span, NOW).unwrap()]).unwrap();
+
+        let cutoff = retention_cutoff(NOW, Duration::from_secs(86_400));
+        assert_eq!(
+            delete_expired(&txn, cutoff, 2).unwrap(),
+            2,
+            "batches are bounded"
+        );
+        assert_eq!(delete_expired(&txn, cutoff, 10).unwrap(), 1);
+        assert_eq!(delete_expired(&txn, cutoff, 10).unwrap(), 0);
+        let rows = |name| {
+            txn.open(redb::TableDefinition::<&str, &str>::new(name))
+                .unwrap()
+                .row_count()
+                .unwrap()
+        };
+        let records = |name| {
+            txn.open(redb::TableDefinition::<&str, &[u8]>::new(name))
+                .unwrap()
+                .row_count()
+                .unwrap()
+        };
+        assert_eq!(records(tables::EVENTS), 1);
+        assert_eq!(rows(tables::EVENT_CLIENT_IDS), 1);
+        assert_eq!(rows(tables::SESSION_EVENTS), 1);
+        assert_eq!(records(tables::WEB_SESSIONS), 1);
+        assert_eq!(rows(tables::SESSION_STARTS), 1);
+        assert_eq!(records(tables::SPANS), 0);
+        assert_eq!(rows(tables::TELEMETRY_AGES), 2);
+    }
+}

@@ -1,0 +1,216 @@
+//! Tables of what the scrubber replaces and what it must leave alone, and properties over
+//! generated text: planted secrets never survive, clean text is never touched, no input panics.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn replaces_each_kind_of_personal_data() {
+    let cases = [
+        ("mail jane.doe@example.com now", "mail [email] now"),
+        ("to=jane%40example.com", "to=[email]"),
+        ("from 203.0.113.77 at", "from [ip] at"),
+        ("http://10.1.2.3:8080/x", "http://[ip]:8080/x"),
+        ("peer 2001:db8::7334 said", "peer [ip] said"),
+        ("peer [2001:db8:0:0:0:0:2:1]:443", "peer [[ip]]:443"),
+        ("mapped ::ffff:192.0.2.1 here", "mapped [ip] here"),
+        ("card 4111111111111111.", "card [card]."),
+        ("card 4111 1111 1111 1111 ok", "card [card] ok"),
+        ("amex 3782-822463-10005", "amex [card]"),
+        (
+            "Authorization: Bearer abc.def-ghi",
+            "Authorization: [redacted] [token]",
+        ),
+        (
+            "got eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_x end",
+            "got [token] end",
+        ),
+        (
+            "/login?user=bob&password=hunter2&x=1",
+            "/login?user=bob&password=[redacted]&x=1",
+        ),
+        (
+            "https://a.test/?access_token=abc#f",
+            "https://a.test/?access_token=[redacted]#f",
+        ),
+        (
+            "?redirect=/home&api_key=k1",
+            "?redirect=/home&api_key=[redacted]",
+        ),
+        (r#"{"secret": "s3"}"#, r#"{"secret": "[redacted]"}"#),
+        ("phone: 5551234", "phone: [redacted]"),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(scrub_text(input), expected, "{input}");
+    }
+}
+
+#[test]
+fn leaves_ordinary_text_alone() {
+    let unchanged = [
+        "TypeError: undefined is not a function",
+        "at render (https://app.example.com/static/app.js:10:5)",
+        "handleClick@https://app.example.com/app.js:1:2",
+        "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0.0.0 Safari/537.36",
+        "2026-11-22T12:00:00.000Z",
+        "std::vec::Vec and aa:bb:cc:dd:ee:ff",
+        "version 1.2.3.4.5",
+        "trace 4bf92f3577b34da6a3ce929d0e0e4736",
+        "order 4111111111111112 is not a card",
+        "12345678901234567890123 too long",
+        "session_id=abc&page=2",
+        "",
+    ];
+    for input in unchanged {
+        assert_eq!(scrub_text(input), input);
+    }
+}
+
+#[test]
+fn sensitive_names() {
+    for name in [
+        "password",
+        "PASSWORD",
+        "passwd",
+        "api_key",
+        "API-Key",
+        "apiKey",
+        "x_api_key",
+        "access_token",
+        "X-Auth-Token",
+        "userEmail",
+        "set-cookie",
+        "session",
+        "ssn",
+        "Authorization",
+    ] {
+        assert!(is_sensitive_name(name), "{name}");
+    }
+    for name in [
+        "session_id",
+        "sessionId",
+        "author",
+        "tokens_used",
+        "user_id",
+        "emailVerified",
+        "",
+        "-",
+    ] {
+        assert!(!is_sensitive_name(name), "{name}");
+    }
+}
+
+#[test]
+fn items_are_scrubbed_by_field() {
+    let mut item = json!({
+        "message": "failed for jane@example.com",
+        "release": "1.2.3.4",
+        "timestamp": 4111111111111111u64,
+        "tags": {"password": "p", "card": 4111111111111111u64, "plain": "ok", "token": null},
+        "user": {"email": "x", "name": "Jane"},
+        "frames": [{"file": "https://10.0.0.1/a.js", "line": 4111111111111111u64}],
+    });
+    scrub_item(&mut item);
+    assert_eq!(
+        item,
+        json!({
+            "message": "failed for [email]",
+            "release": "1.2.3.4",
+            "timestamp": 4111111111111111u64,
+            "tags": {"password": "[redacted]", "card": "[card]", "plain": "ok", "token": null},
+            "user": {"email": "[redacted]", "name": "Jane"},
+            "frames": [{"file": "https://[ip]/a.js", "line": 4111111111111111u64}],
+        })
+    );
+}
+
+#[test]
+fn luhn() {
+    let digits = |text: &str| text.bytes().map(|b| b - b'0').collect::<Vec<_>>();
+    assert!(luhn_valid(&digits("4111111111111111")));
+    assert!(luhn_valid(&digits("378282246310005")));
+    assert!(!luhn_valid(&digits("4111111111111112")));
+    assert!(!luhn_valid(&[]));
+}
+
+/// Appends the Luhn check digit to `body`.
+fn with_check_digit(body: &[u8]) -> Vec<u8> {
+    let mut digits = body.to_vec();
+    digits.push(0);
+    let check = (0..10u8)
+        .find(|&d| {
+            *digits.last_mut().unwrap() = d;
+            luhn_valid(&digits)
+        })
+        .unwrap();
+    *digits.last_mut().unwrap() = check;
+    digits
+}
+
+/// Text around a secret: words and punctuation that cannot glue onto it.
+fn filler() -> impl Strategy<Value = String> {
+    "[a-z ,;()!]{0,20}".prop_map(|s| format!(" {s} "))
+}
+
+proptest! {
+    #[test]
+    fn planted_emails_never_survive(
+        local in "[a-z][a-z0-9._+-]{0,15}",
+        domain in "[a-z][a-z0-9-]{0,10}",
+        tld in "[a-z]{2,6}",
+        before in filler(),
+        after in filler(),
+    ) {
+        let email = format!("{local}@{domain}.{tld}");
+        let scrubbed = scrub_text(&format!("{before}{email}{after}")).into_owned();
+        prop_assert!(!scrubbed.contains(&email), "{}", scrubbed);
+    }
+
+    #[test]
+    fn planted_addresses_never_survive(
+        v4 in any::<[u8; 4]>(),
+        v6 in any::<[u16; 8]>(),
+        before in filler(),
+        after in filler(),
+    ) {
+        for address in [Ipv4Addr::from(v4).to_string(), Ipv6Addr::from(v6).to_string()] {
+            let scrubbed = scrub_text(&format!("{before}{address}{after}")).into_owned();
+            prop_assert!(!scrubbed.contains(&address), "{} -> {}", address, scrubbed);
+        }
+    }
+
+    #[test]
+    fn planted_cards_never_survive(
+        body in proptest::collection::vec(0u8..10, 12..19),
+        before in filler(),
+        after in filler(),
+    ) {
+        let card: String = with_check_digit(&body).iter().map(|d| char::from(b'0' + d)).collect();
+        let scrubbed = scrub_text(&format!("{before}{card}{after}")).into_owned();
+        prop_assert!(!scrubbed.contains(&card), "{}", scrubbed);
+    }
+
+    #[test]
+    fn sensitive_parameters_never_survive(
+        name in prop::sample::select(SENSITIVE_NAMES),
+        value in "[A-Za-z0-9]{6,20}",
+    ) {
+        let url = format!("https://shop.test/cart?item=3&{name}={value}&page=1");
+        let scrubbed = scrub_text(&url).into_owned();
+        prop_assert!(!scrubbed.contains(&value), "{}", scrubbed);
+    }
+
+    #[test]
+    fn text_without_markers_of_data_is_untouched(text in "[a-zA-Z ,;()!/_-]{0,200}") {
+        prop_assert_eq!(scrub_text(&text), text.as_str());
+    }
+
+    #[test]
+    fn any_text_scrubs_without_panic_and_twice_is_once(text in "\\PC{0,300}") {
+        let once = scrub_text(&text).into_owned();
+        let twice = scrub_text(&once).into_owned();
+        prop_assert_eq!(once, twice);
+    }
+}

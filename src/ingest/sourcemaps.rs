@@ -1,0 +1,363 @@
+//! Source map uploads (`POST /ingest/sourcemaps`) and their storage, one map per release and
+//! minified file.
+//!
+//! Invariants: the upload has its own size limit (`WEB_INGEST_MAX_SOURCEMAP_BYTES`), applied
+//! while the body streams in and again after gzip decoding; it is authorised by an ingest key
+//! or by the bearer API key of a member (or above) of an organisation, whose data it then is.
+//! A map is checked to be a version 3 source map without building it in memory (a 16 MiB map of
+//! tiny values would otherwise cost far more than its size), and stored zstd-compressed.
+//! Uploading for the same release and file again replaces the map. Maps are not scrubbed (that
+//! would corrupt them); the `file` URL is, exactly as frame URLs are, so the two still match.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{StatusCode, header};
+use redb::{TableDefinition, WriteTransaction};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+
+use super::body::{self, MediaType};
+use super::fields::{escape_key_part, valid_name};
+use super::{Ingest, gate, scrub};
+use crate::accounts::model::OrgId;
+use crate::auth::{Auth, Member};
+use crate::clock::Timestamp;
+use crate::http::error::Problem;
+use crate::http::extract::read_body;
+use crate::http::{ApiError, ErrorCode};
+use crate::store::codec::Record;
+use crate::store::{RecordTable, StoreError, tables};
+
+crate::typed_id!(
+    /// `smp_…`
+    SourceMapId,
+    "smp_"
+);
+
+const SOURCEMAPS: RecordTable<SourceMap> = RecordTable::new(tables::SOURCEMAPS);
+const BLOBS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new(tables::SOURCEMAP_BLOBS);
+/// Longest `file` (a URL or path).
+const MAX_FILE_LEN: usize = 2048;
+
+/// A stored source map's description; the map itself is in `SOURCEMAP_BLOBS` under `id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceMap {
+    pub id: SourceMapId,
+    pub release: String,
+    pub file: String,
+    /// Bytes of the map as uploaded (before compression).
+    pub size: u64,
+    pub uploaded_at: Timestamp,
+}
+
+impl Record for SourceMap {
+    const KIND: &'static str = "source map";
+}
+
+fn map_key(org: &OrgId, release: &str, file: &str) -> String {
+    format!("{}/{}/{file}", org.as_str(), escape_key_part(release))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceMapCreated {
+    pub id: String,
+}
+
+/// Documentation of the JSON form of an upload.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct SourceMapUpload {
+    release: String,
+    /// The minified file's URL or path.
+    file: String,
+    /// The source map: a JSON object, or a string holding one.
+    #[schema(value_type = Object)]
+    sourcemap: String,
+}
+
+/// Stores a source map for a release and minified file.
+#[utoipa::path(post, path = "/ingest/sourcemaps", tag = "ingest",
+    description = "`multipart/form-data` (fields `release`, `file`, `sourcemap`) or JSON. Authorised by an ingest key or a member's API key as `Authorization: Bearer`.",
+    request_body(content = SourceMapUpload, content_type = "application/json"),
+    responses((status = 201, body = SourceMapCreated),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json")))]
+pub async fn post_sourcemap(
+    State(ingest): State<Ingest>,
+    State(auth): State<Auth>,
+    request: Request,
+) -> Result<(StatusCode, Json<SourceMapCreated>), ApiError> {
+    let (mut parts, body) = request.into_parts();
+    let limit = ingest.settings().max_sourcemap_bytes;
+    let raw = read_body(body, ingest.body_rules(limit)).await?;
+    let by_member =
+        gate::presented_key(&parts).is_none() && parts.headers.contains_key(header::AUTHORIZATION);
+    let org = if by_member {
+        Member::from_request_parts(&mut parts, &auth)
+            .await?
+            .0
+            .org_id
+    } else {
+        gate::require_key(&ingest, &parts)?;
+        ingest.org().await?
+    };
+    let encoding = body::encoding(&parts.headers)?;
+    let media = body::media_type(&parts.headers, true)?;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let decoded = blocking(move || body::decode(&raw, encoding, limit)).await?;
+    let upload = match media {
+        MediaType::Json => blocking(move || parse_json_upload(&decoded)).await?,
+        MediaType::Multipart => parse_multipart(decoded, &content_type).await?,
+    };
+    let scrub_pii = ingest.settings().scrub_pii;
+    let now = ingest.clock().now();
+    let (record, compressed) = blocking(move || prepare(upload, scrub_pii, now)).await?;
+    let id = record.id.to_string();
+    ingest
+        .store()
+        .write(move |txn| put(txn, &org, &record, &compressed))
+        .await
+        .map_err(ApiError::from)?;
+    Ok((StatusCode::CREATED, Json(SourceMapCreated { id })))
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(ApiError::internal)?
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPayload, detail)
+}
+
+/// An upload as received: release, file and the map's text.
+struct Upload {
+    release: String,
+    file: String,
+    map: String,
+}
+
+#[derive(Deserialize)]
+struct JsonUpload<'a> {
+    release: String,
+    file: String,
+    #[serde(borrow)]
+    sourcemap: &'a RawValue,
+}
+
+fn parse_json_upload(bytes: &[u8]) -> Result<Upload, ApiError> {
+    let upload: JsonUpload<'_> = serde_json::from_slice(bytes).map_err(|error| {
+        invalid(format!(
+            "the body must be {{\"release\",\"file\",\"sourcemap\"}} (line {} column {})",
+            error.line(),
+            error.column()
+        ))
+    })?;
+    let text = upload.sourcemap.get();
+    // The map may come as a JSON object or as a string holding one.
+    let map = if text.starts_with('"') {
+        serde_json::from_str::<String>(text)
+            .map_err(|_| invalid("sourcemap is not a valid string"))?
+    } else {
+        text.to_string()
+    };
+    Ok(Upload {
+        release: upload.release,
+        file: upload.file,
+        map,
+    })
+}
+
+async fn parse_multipart(bytes: Vec<u8>, content_type: &str) -> Result<Upload, ApiError> {
+    let boundary = multer::parse_boundary(content_type)
+        .map_err(|_| invalid("multipart/form-data needs a boundary"))?;
+    let mut form = multer::Multipart::new(Body::from(bytes).into_data_stream(), boundary);
+    let (mut release, mut file, mut map) = (None, None, None);
+    let broken = |_| invalid("the multipart body is malformed");
+    while let Some(field) = form.next_field().await.map_err(broken)? {
+        let slot = match field.name() {
+            Some("release") => &mut release,
+            Some("file") => &mut file,
+            Some("sourcemap") => &mut map,
+            _ => continue,
+        };
+        let bytes = field.bytes().await.map_err(broken)?;
+        let text = String::from_utf8(bytes.to_vec())
+            .map_err(|_| invalid("multipart fields must be UTF-8 text"))?;
+        slot.get_or_insert(text);
+    }
+    let missing = |name: &str| invalid(format!("the multipart field {name} is missing"));
+    Ok(Upload {
+        release: release.ok_or_else(|| missing("release"))?,
+        file: file.ok_or_else(|| missing("file"))?,
+        map: map.ok_or_else(|| missing("sourcemap"))?,
+    })
+}
+
+/// The parts of a source map that are checked; everything else is skipped unread.
+#[derive(Deserialize)]
+struct MapHead {
+    version: u32,
+    #[serde(default)]
+    mappings: Option<IgnoredAny>,
+    #[serde(default)]
+    sections: Option<IgnoredAny>,
+}
+
+/// Checks an upload and compresses its map.
+fn prepare(
+    upload: Upload,
+    scrub_pii: bool,
+    now: Timestamp,
+) -> Result<(SourceMap, Vec<u8>), ApiError> {
+    valid_name("release", &upload.release).map_err(invalid)?;
+    let file_ok = !upload.file.is_empty()
+        && upload.file.len() <= MAX_FILE_LEN
+        && !upload.file.chars().any(char::is_control);
+    if !file_ok {
+        return Err(invalid(format!(
+            "file must be 1 to {MAX_FILE_LEN} bytes without control characters"
+        )));
+    }
+    let head: MapHead = serde_json::from_str(&upload.map)
+        .map_err(|_| invalid("sourcemap is not a JSON source map"))?;
+    if head.version != 3 || (head.mappings.is_none() && head.sections.is_none()) {
+        return Err(invalid(
+            "sourcemap must be a version 3 source map with mappings or sections",
+        ));
+    }
+    let compressed =
+        zstd::stream::encode_all(upload.map.as_bytes(), 3).map_err(ApiError::internal)?;
+    let file = match scrub_pii {
+        true => scrub::scrub_text(&upload.file).into_owned(),
+        false => upload.file,
+    };
+    let record = SourceMap {
+        id: SourceMapId::generate(),
+        release: upload.release,
+        file,
+        size: upload.map.len() as u64,
+        uploaded_at: now,
+    };
+    Ok((record, compressed))
+}
+
+/// Stores (or replaces) the map of a release and file.
+pub fn put(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    record: &SourceMap,
+    compressed: &[u8],
+) -> Result<(), StoreError> {
+    let key = map_key(org, &record.release, &record.file);
+    let mut blobs = txn.open_table(BLOBS)?;
+    if let Some(old) = SOURCEMAPS.get(txn, &key)? {
+        blobs.remove(old.id.as_str())?;
+    }
+    blobs.insert(record.id.as_str(), compressed)?;
+    drop(blobs);
+    SOURCEMAPS.insert(txn, &key, record)
+}
+
+/// The map uploaded for `release` and `file` (exactly as uploaded, after scrubbing), with its
+/// text: what resolving frames reads.
+pub fn find(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    release: &str,
+    file: &str,
+) -> Result<Option<(SourceMap, String)>, StoreError> {
+    let Some(record) = SOURCEMAPS.get(txn, &map_key(org, release, file))? else {
+        return Ok(None);
+    };
+    let blobs = txn.open_table(BLOBS)?;
+    let Some(compressed) = blobs.get(record.id.as_str())? else {
+        return Err(corrupt("no map stored for the record"));
+    };
+    let bytes =
+        zstd::stream::decode_all(compressed.value()).map_err(|e| corrupt(&e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|e| corrupt(&e.to_string()))?;
+    Ok(Some((record, text)))
+}
+
+fn corrupt(detail: &str) -> StoreError {
+    StoreError::Corrupt {
+        what: "source map",
+        detail: detail.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, ReadableTableMetadata};
+
+    use super::*;
+
+    const NOW: Timestamp = Timestamp(1_795_348_800_000);
+
+    fn upload(map: &str) -> Upload {
+        Upload {
+            release: "1.0".into(),
+            file: "https://cdn.test/app.js?token=abc".into(),
+            map: map.into(),
+        }
+    }
+
+    #[test]
+    fn maps_are_checked_compressed_and_found() {
+        let map = r#"{"version":3,"sources":["a.ts"],"names":[],"mappings":"AAAA"}"#;
+        let (record, compressed) = prepare(upload(map), true, NOW).unwrap();
+        assert_eq!(record.file, "https://cdn.test/app.js?token=[redacted]");
+        let dir = tempfile::tempdir().unwrap();
+        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
+        crate::store::migrations::migrate(&database).unwrap();
+        let org = OrgId::generate();
+        let txn = database.begin_write().unwrap();
+        put(&txn, &org, &record, &compressed).unwrap();
+        let (second, again) = prepare(upload(map), true, NOW).unwrap();
+        put(&txn, &org, &second, &again).unwrap();
+        txn.commit().unwrap();
+        let txn = database.begin_read().unwrap();
+        let (found, text) = find(&txn, &org, "1.0", &second.file).unwrap().unwrap();
+        assert_eq!((found.id, text.as_str()), (second.id, map));
+        assert_eq!(
+            txn.open_table(BLOBS).unwrap().len().unwrap(),
+            1,
+            "replaced, not added"
+        );
+
+        for bad in [
+            "{}",
+            "[]",
+            r#"{"version":2,"mappings":""}"#,
+            r#"{"version":3}"#,
+            "nope",
+        ] {
+            assert!(prepare(upload(bad), true, NOW).is_err(), "{bad}");
+        }
+        let json =
+            br#"{"release":"1.0","file":"a.js","sourcemap":"{\"version\":3,\"mappings\":\"\"}"}"#;
+        assert_eq!(
+            parse_json_upload(json).unwrap().map,
+            r#"{"version":3,"mappings":""}"#
+        );
+        let object = br#"{"release":"1.0","file":"a.js","sourcemap":{"version":3,"mappings":""}}"#;
+        assert_eq!(
+            parse_json_upload(object).unwrap().map,
+            r#"{"version":3,"mappings":""}"#
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! Wire types of the ingest read APIs: stored records shown with the ingest field names and
+//! RFC 3339 times.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::errors::ErrorEvent;
+use super::sessions::WebSession;
+use super::traces::{SpanStats, TraceSpan};
+
+/// A stored browser error or warning, as ingested (scrubbed).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorEventView {
+    pub id: String,
+    pub event_id: Option<String>,
+    pub level: String,
+    pub message: String,
+    pub name: Option<String>,
+    pub stack: Option<String>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub frames: Option<Vec<Value>>,
+    pub url: String,
+    pub release: Option<String>,
+    pub environment: Option<String>,
+    pub service: Option<String>,
+    pub session_id: Option<String>,
+    pub user_id: Option<String>,
+    pub user_agent: Option<String>,
+    pub timestamp: String,
+    pub received_at: String,
+    #[schema(value_type = Object)]
+    pub tags: Map<String, Value>,
+    #[schema(value_type = Option<Vec<String>>)]
+    pub fingerprint: Option<Vec<Value>>,
+}
+
+impl From<ErrorEvent> for ErrorEventView {
+    fn from(event: ErrorEvent) -> Self {
+        ErrorEventView {
+            id: event.id.to_string(),
+            event_id: event.event_id,
+            level: event.level,
+            message: event.message,
+            name: event.name,
+            stack: event.stack,
+            frames: event.frames,
+            url: event.url,
+            release: event.release,
+            environment: event.environment,
+            service: event.service,
+            session_id: event.session_id,
+            user_id: event.user_id,
+            user_agent: event.user_agent,
+            timestamp: event.timestamp.to_rfc3339(),
+            received_at: event.received_at.to_rfc3339(),
+            tags: event.tags,
+            fingerprint: event.fingerprint,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorEventList {
+    pub items: Vec<ErrorEventView>,
+    pub next_cursor: Option<String>,
+}
+
+/// A browser session, as ingested (scrubbed).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionView {
+    pub id: String,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub url: String,
+    pub referrer: Option<String>,
+    pub user_agent: Option<String>,
+    pub release: Option<String>,
+    pub environment: Option<String>,
+    pub service: Option<String>,
+    pub user_id: Option<String>,
+    pub page_views: Option<u64>,
+    /// The error count the client reported (in a session's detail: `errors_reported`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<u64>,
+    pub updated_at: String,
+}
+
+impl From<WebSession> for SessionView {
+    fn from(session: WebSession) -> Self {
+        SessionView {
+            id: session.id,
+            started_at: session.started_at.to_rfc3339(),
+            ended_at: session.ended_at.map(|at| at.to_rfc3339()),
+            duration_ms: session.duration_ms,
+            url: session.url,
+            referrer: session.referrer,
+            user_agent: session.user_agent,
+            release: session.release,
+            environment: session.environment,
+            service: session.service,
+            user_id: session.user_id,
+            page_views: session.page_views,
+            errors: session.errors,
+            updated_at: session.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub items: Vec<SessionView>,
+    pub next_cursor: Option<String>,
+}
+
+/// One session with the error events that named it, oldest first. The client's own error
+/// count moves to `errors_reported` so that `errors` can list the events.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionDetail {
+    #[serde(flatten)]
+    pub session: SessionView,
+    pub errors_reported: Option<u64>,
+    pub errors: Vec<ErrorEventView>,
+}
+
+impl SessionDetail {
+    pub fn new(session: WebSession, errors: Vec<ErrorEvent>) -> Self {
+        let mut view = SessionView::from(session);
+        SessionDetail {
+            errors_reported: view.errors.take(),
+            session: view,
+            errors: errors.into_iter().map(ErrorEventView::from).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TraceView {
+    pub trace_id: String,
+    /// Root spans, each with `children`.
+    pub spans: Vec<TraceSpan>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpanStatsList {
+    pub items: Vec<SpanStats>,
+}
