@@ -65,10 +65,14 @@ pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
 
 /// The body's media type; `allow_multipart` only for source map uploads.
 pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaType, ApiError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
+    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
+    let content_type = values
+        .next()
         .and_then(|value| value.to_str().ok())
         .unwrap_or("");
+    if values.next().is_some() {
+        return Err(unsupported("send exactly one Content-Type"));
+    }
     let essence = content_type
         .split(';')
         .next()
