@@ -1,6 +1,11 @@
 //! Integration tests: the real `lookout` binary on an ephemeral loopback port with a
 //! temporary data dir, driven over HTTP, the admin socket and the command line.
 
+mod auth_attacks;
+mod auth_keys;
+mod auth_sessions;
+mod auth_support;
+mod auth_twofactor;
 mod backup;
 mod backup_data;
 mod cli;
