@@ -103,6 +103,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(openapi_document))
         .merge(crate::accounts::api::routes())
         .merge(crate::auth::api_session::routes())
+        .merge(crate::auth::api_twofactor::routes())
         .merge(crate::auth::api_keys::routes())
         .merge(crate::accounts::api_members::routes())
         .merge(crate::accounts::api_invitations::routes())

@@ -105,7 +105,11 @@ where
 fn authenticate(auth: &Auth, parts: &Parts, client: IpAddr) -> Result<Caller, ApiError> {
     if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
         let value = value.to_str().unwrap_or("");
-        let Some(secret) = value.strip_prefix("Bearer ").map(str::trim) else {
+        // The scheme is case-insensitive (RFC 9110 section 11.1).
+        let bearer = value
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+        let Some(secret) = bearer.map(|(_, secret)| secret.trim()) else {
             return Err(ApiError::new(
                 ErrorCode::Unauthorized,
                 "use Authorization: Bearer <API key>",
@@ -210,14 +214,23 @@ fn check_csrf(auth: &Auth, parts: &Parts, claims: &Claims) -> Result<(), ApiErro
 
 /// The organisation's policies and the rate limit.
 fn authorize(auth: &Auth, parts: &Parts, caller: &Caller) -> Result<(), ApiError> {
-    let (org, two_factor_enabled) = auth.store().read_blocking(|txn| {
+    let (org, two_factor_enabled, membership) = auth.store().read_blocking(|txn| {
         let org = accounts::db::get_org(txn, &caller.org_id)?;
         let enabled = db::two_factor_enabled(txn, &caller.user_id)?;
-        Ok::<_, StoreError>((org, enabled))
+        let membership = accounts::db::get_membership(txn, &caller.org_id, &caller.user_id)?;
+        Ok::<_, StoreError>((org, enabled, membership))
     })?;
     let org = org.ok_or_else(|| {
         ApiError::new(ErrorCode::Unauthorized, "the organisation no longer exists")
     })?;
+    // RegisterUserLogout already voids sessions on a role change; this closes the race of a
+    // sign-in that read the old role while the change was committing.
+    if caller.session().is_some() && membership.is_none_or(|m| m.role != caller.role) {
+        return Err(ApiError::new(
+            ErrorCode::SessionRevoked,
+            "your role in this organisation changed; sign in again",
+        ));
+    }
     if !org.ip_allowlist.is_empty()
         && !org
             .ip_allowlist

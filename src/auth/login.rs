@@ -17,7 +17,7 @@ use super::model::{FailureOutcome, LockoutPolicy, LoginState};
 use super::revocation::Revocations;
 use super::tokens::{Claims, LOGIN_TOKEN_TTL, TokenKind};
 use super::{Auth, db, password, totp};
-use crate::accounts::model::{Membership, Org, Role, User, normalize_email};
+use crate::accounts::model::{Membership, Org, OrgId, Role, User, normalize_email};
 use crate::accounts::{self};
 use crate::clock::Timestamp;
 use crate::http::{ApiError, ErrorCode};
@@ -149,8 +149,10 @@ pub async fn password_login(
         email: Some(key.clone()),
         ip: Some(client.to_string()),
     };
+    // A known user's failures go to the audit log of their organisation, where admins see them.
+    let audit_org = account.as_ref().map(|account| account.org.id.clone());
     let Some(account) = account.filter(|_| matches) else {
-        record_failure(auth, &key, actor, "login.failed").await?;
+        record_failure(auth, &key, actor, audit_org, "login.failed").await?;
         return Err(ApiError::new(
             ErrorCode::InvalidCredentials,
             "wrong e-mail or password",
@@ -160,7 +162,11 @@ pub async fn password_login(
     let second_factor = account.two_factor_enabled;
     auth.store()
         .write(move |txn| {
-            db::put_login_state(txn, &key, &LoginState::default())?;
+            // With a second factor pending, the failure count (wrong codes included) stays:
+            // only a completed sign-in resets it, so re-entering the password buys no new tries.
+            if !second_factor {
+                db::put_login_state(txn, &key, &LoginState::default())?;
+            }
             let action = if second_factor {
                 "login.password_accepted"
             } else {
@@ -199,6 +205,7 @@ async fn record_failure(
     auth: &Auth,
     key: &str,
     actor: Actor,
+    org: Option<OrgId>,
     action: &'static str,
 ) -> Result<(), ApiError> {
     let key = key.to_string();
@@ -209,11 +216,19 @@ async fn record_failure(
             let mut state = db::login_state(txn, &key)?;
             let outcome = state.record_failure(now, &policy);
             db::put_login_state(txn, &key, &state)?;
-            audit::record(txn, None, &actor, action, Some(&key), json!({}), now)?;
+            audit::record(
+                txn,
+                org.as_ref(),
+                &actor,
+                action,
+                Some(&key),
+                json!({}),
+                now,
+            )?;
             if let FailureOutcome::Locked(until) = outcome {
                 audit::record(
                     txn,
-                    None,
+                    org.as_ref(),
                     &actor,
                     "login.locked",
                     Some(&key),

@@ -120,7 +120,14 @@ impl TrustedProxies {
 
     /// The client address: the peer, or, when the peer is a trusted proxy, the right-most
     /// address in `X-Forwarded-For` that is not itself a trusted proxy.
+    /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, what a dual-stack listener reports for an
+    /// IPv4 client) are returned as the IPv4 address, so IPv4 CIDRs match them.
     pub fn client_address(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+        self.forwarded_client(peer.to_canonical(), forwarded_for)
+            .to_canonical()
+    }
+
+    fn forwarded_client(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
         if !self.trusts(peer) {
             return peer;
         }
@@ -188,6 +195,12 @@ mod tests {
             ("10.0.0.2", Some("1.1.1.1, 198.51.100.1"), "198.51.100.1"),
             ("10.0.0.2", Some("junk"), "10.0.0.2"),
             ("10.0.0.2", None, "10.0.0.2"),
+            (
+                "::ffff:10.0.0.2",
+                Some("::ffff:198.51.100.1"),
+                "198.51.100.1",
+            ),
+            ("::ffff:203.0.113.9", None, "203.0.113.9"),
         ];
         for (peer, header, expected) in cases {
             assert_eq!(

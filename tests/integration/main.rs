@@ -3,6 +3,8 @@
 
 mod auth_attacks;
 mod auth_keys;
+mod auth_members;
+mod auth_org;
 mod auth_sessions;
 mod auth_support;
 mod auth_twofactor;
