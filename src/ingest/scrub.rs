@@ -297,7 +297,7 @@ pub fn luhn_valid(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    !digits.is_empty() && sum % 10 == 0
+    !digits.is_empty() && sum.is_multiple_of(10)
 }
 
 #[cfg(test)]
