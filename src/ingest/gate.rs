@@ -128,12 +128,18 @@ impl IngestKeys {
 
 /// The key a request presents: the `X-Lookout-Key` header, else the `key` query parameter.
 pub fn presented_key(parts: &Parts) -> Option<String> {
-    if let Some(value) = parts.headers.get(KEY_HEADER) {
-        return value.to_str().ok().map(|key| key.trim().to_string());
+    let header = parts
+        .headers
+        .get(KEY_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|key| !key.is_empty());
+    if let Some(key) = header {
+        return Some(key.to_string());
     }
     let query = parts.uri.query()?;
     url::form_urlencoded::parse(query.as_bytes())
-        .find(|(name, _)| name == "key")
+        .find(|(name, value)| name == "key" && !value.is_empty())
         .map(|(_, value)| value.into_owned())
 }
 
@@ -278,6 +284,30 @@ mod tests {
             assert!(!keys.accepts(wrong), "{wrong:?}");
         }
         assert!(!IngestKeys::new(&[]).accepts("anything"));
+    }
+
+    #[test]
+    fn the_key_comes_from_the_header_else_the_query() {
+        let parts = |uri: &str, header: Option<&str>| {
+            let mut request = axum::http::Request::builder().uri(uri);
+            if let Some(value) = header {
+                request = request.header(KEY_HEADER, value);
+            }
+            request.body(()).unwrap().into_parts().0
+        };
+        assert_eq!(
+            presented_key(&parts("/x?key=q", Some(" h "))).as_deref(),
+            Some("h")
+        );
+        assert_eq!(
+            presented_key(&parts("/x?a=1&key=q%2B1", None)).as_deref(),
+            Some("q+1")
+        );
+        assert_eq!(
+            presented_key(&parts("/x?key=q", Some(""))).as_deref(),
+            Some("q")
+        );
+        assert_eq!(presented_key(&parts("/x?key=", None)), None);
     }
 
     #[test]
