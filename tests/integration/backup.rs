@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::backup_data::{large_database, write_with_manifest};
+use crate::backup_data::{large_database, rewrite_manifest, tree, with_suffix};
 use crate::harness::{BIN, TestServer, run_cli, text, wait_for};
 
 const PASSWORD: &str = "correct-horse-battery";
@@ -241,52 +241,6 @@ fn small_backup() -> (tempfile::TempDir, PathBuf) {
     let output = lookout(&dir, &["backup", "--out", file.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     (temp, file)
-}
-
-/// Each path under a directory with its mode and bytes (None for a directory).
-type Tree = BTreeMap<PathBuf, (u32, Option<Vec<u8>>)>;
-
-/// The `Tree` of `dir`, or None when it is absent.
-fn tree(dir: &Path) -> Option<Tree> {
-    if !dir.exists() {
-        return None;
-    }
-    let mut entries = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(path) = pending.pop() {
-        let metadata = std::fs::symlink_metadata(&path).unwrap();
-        let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-        if metadata.is_dir() {
-            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            entries.insert(relative, (metadata.permissions().mode(), None));
-        } else {
-            entries.insert(
-                relative,
-                (
-                    metadata.permissions().mode(),
-                    Some(std::fs::read(&path).unwrap()),
-                ),
-            );
-        }
-    }
-    Some(entries)
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", path.display()))
-}
-
-/// Rewrites a valid backup with `manifest` changed by `change`, recomputing sizes and hash.
-fn rewrite_manifest(file: &Path, out: &Path, change: impl FnOnce(&mut Value)) {
-    let bytes = std::fs::read(file).unwrap();
-    let footer = &bytes[bytes.len() - 64..];
-    let payload_len = u64::from_be_bytes(footer[..8].try_into().unwrap()) as usize;
-    let manifest_len = u64::from_be_bytes(footer[8..16].try_into().unwrap()) as usize;
-    let manifest_at = 16 + payload_len;
-    let mut manifest: Value =
-        serde_json::from_slice(&bytes[manifest_at..manifest_at + manifest_len]).unwrap();
-    change(&mut manifest);
-    write_with_manifest(&bytes[..manifest_at], &manifest, out);
 }
 
 #[test]
@@ -515,4 +469,42 @@ fn a_killed_backup_never_leaves_a_file_that_verifies() {
         "verify",
     );
     assert_eq!(verified, manifest);
+}
+
+// ---- progress ----------------------------------------------------------------------------
+
+#[test]
+fn progress_is_drawn_on_a_terminal_and_nowhere_else() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    large_database(&dir, 20_000);
+    let out = temp.path().join("tty.lookout-backup");
+    // script(1) runs the command on a pseudo-terminal and copies what it drew to our pipe.
+    let command = format!("{BIN} backup --out {}", out.display());
+    let output = Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .env_clear()
+        .envs(TestServer::base_env(&dir))
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .expect("script(1) from util-linux");
+    let drawn = text(&output.stdout);
+    assert!(output.status.success(), "{drawn}");
+    for label in ["copying rows", "compressing", "verifying", "unpacking"] {
+        assert!(
+            drawn.contains(label),
+            "no {label:?} on the terminal: {drawn:?}"
+        );
+    }
+    assert!(
+        drawn.contains("\r\u{1b}[2K"),
+        "the bar redraws in place: {drawn:?}"
+    );
+    assert!(drawn.contains("backup written to"), "{drawn:?}");
+
+    // The same command without a terminal prints its result and nothing on stderr.
+    let output = lookout(&dir, &["backup", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success());
+    assert!(output.stderr.is_empty(), "{}", text(&output.stderr));
 }

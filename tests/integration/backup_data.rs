@@ -1,8 +1,11 @@
 //! Data for the backup tests: a large database written with lookout's own record types and
 //! codec (so it cannot drift from what the server stores), and backup files rewritten with a
-//! changed manifest but valid sizes and hashes (to reach the checks behind the checksum).
+//! changed manifest but valid sizes and hashes (to reach the checks behind the checksum), and
+//! a snapshot of a directory tree to prove a refused restore left it byte-identical.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use redb::TableDefinition;
 use serde_json::Value;
@@ -62,4 +65,50 @@ pub fn write_with_manifest(head: &[u8], manifest: &Value, out: &Path) {
     let digest = Sha256::digest(&bytes);
     bytes.extend_from_slice(&digest);
     std::fs::write(out, bytes).unwrap();
+}
+
+/// Each path under a directory with its mode and bytes (None for a directory).
+pub type Tree = BTreeMap<PathBuf, (u32, Option<Vec<u8>>)>;
+
+/// The `Tree` of `dir`, or None when it is absent.
+pub fn tree(dir: &Path) -> Option<Tree> {
+    if !dir.exists() {
+        return None;
+    }
+    let mut entries = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let metadata = std::fs::symlink_metadata(&path).unwrap();
+        let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+        if metadata.is_dir() {
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            entries.insert(relative, (metadata.permissions().mode(), None));
+        } else {
+            entries.insert(
+                relative,
+                (
+                    metadata.permissions().mode(),
+                    Some(std::fs::read(&path).unwrap()),
+                ),
+            );
+        }
+    }
+    Some(entries)
+}
+
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", path.display()))
+}
+
+/// Rewrites a valid backup with `manifest` changed by `change`, recomputing sizes and hash.
+pub fn rewrite_manifest(file: &Path, out: &Path, change: impl FnOnce(&mut Value)) {
+    let bytes = std::fs::read(file).unwrap();
+    let footer = &bytes[bytes.len() - 64..];
+    let payload_len = u64::from_be_bytes(footer[..8].try_into().unwrap()) as usize;
+    let manifest_len = u64::from_be_bytes(footer[8..16].try_into().unwrap()) as usize;
+    let manifest_at = 16 + payload_len;
+    let mut manifest: Value =
+        serde_json::from_slice(&bytes[manifest_at..manifest_at + manifest_len]).unwrap();
+    change(&mut manifest);
+    write_with_manifest(&bytes[..manifest_at], &manifest, out);
 }
