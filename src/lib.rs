@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod http;
 pub mod ingest;
+pub mod notify;
 pub mod server;
 pub mod store;
 pub mod systemd;

@@ -36,6 +36,7 @@ use crate::http::extract::{BodyRules, ClientAddr, TrustedProxies};
 use crate::http::middleware::{self, HeadLimits, MakeUlidRequestId};
 use crate::http::serve::{ConnectionLimits, serve};
 use crate::ingest::Ingest;
+use crate::notify::Notify;
 use crate::store::data_dir::DataDir;
 use crate::store::{Health, Store, StoreOptions};
 
@@ -50,6 +51,7 @@ pub struct AppState {
     pub clock: Clock,
     pub auth: Auth,
     pub ingest: Ingest,
+    pub notify: Notify,
     pub metrics: PrometheusHandle,
 }
 
@@ -62,6 +64,12 @@ impl FromRef<AppState> for Auth {
 impl FromRef<AppState> for Ingest {
     fn from_ref(state: &AppState) -> Ingest {
         state.ingest.clone()
+    }
+}
+
+impl FromRef<AppState> for Notify {
+    fn from_ref(state: &AppState) -> Notify {
+        state.notify.clone()
     }
 }
 
@@ -113,6 +121,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())
         .merge(crate::ingest::reads::routes())
+        .merge(crate::notify::api::routes())
+        .merge(crate::notify::api_deliveries::routes())
         .split_for_parts()
 }
 
@@ -229,12 +239,19 @@ pub async fn run(
         .context("cannot load sessions and revocations")?;
     let housekeeping = spawn_housekeeping(auth.clone());
     let ingest = Ingest::new(&config, store.clone(), clock.clone());
+    let notify = Notify::new(
+        store.clone(),
+        clock.clone(),
+        config.webhooks.clone(),
+        &base_url,
+    );
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
         clock: clock.clone(),
         auth,
         ingest: ingest.clone(),
+        notify: notify.clone(),
         metrics,
     };
     let router = build_router(state);
@@ -273,6 +290,8 @@ pub async fn run(
         ingest,
         stop_admin.subscribe(),
     ));
+    // Deliveries due before this start (a restart, a crash) go out as soon as it runs.
+    let deliveries = tokio::spawn(crate::notify::worker::run(notify, stop_admin.subscribe()));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
     serve(listener, router, limits, shutdown).await;
 
@@ -282,6 +301,7 @@ pub async fn run(
     let _ = watchdog.await;
     let _ = admin.await;
     let _ = retention.await;
+    let _ = deliveries.await;
     store.close().await;
     tracing::info!("lookout stopped; every acknowledged write is committed");
     drop(data_dir);

@@ -83,6 +83,10 @@ error_codes! {
     InvalidInboundToken => ("invalid_inbound_token", UNAUTHORIZED, "Invalid inbound token"),
     InvalidTicket => ("invalid_ticket", UNAUTHORIZED, "Invalid shell ticket"),
     ForbiddenOrigin => ("forbidden_origin", FORBIDDEN, "Origin not allowed"),
+    // Outbound webhooks (section 5).
+    DestinationRefused => ("destination_refused", BAD_REQUEST, "Webhook destination not allowed"),
+    ChannelDisabled => ("channel_disabled", CONFLICT, "Channel disabled"),
+    DeliveryNotDead => ("delivery_not_dead", CONFLICT, "Delivery is not in the dead-letter queue"),
 }
 
 /// The RFC 9457 body.

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 5;
+pub const CURRENT_VERSION: u32 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -58,6 +58,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 5,
         description: "browser ingest tables",
         apply: create_ingest_tables,
+    },
+    Migration {
+        version: 6,
+        description: "notification channels and delivery queue tables",
+        apply: create_notify_tables,
     },
 ];
 
@@ -225,6 +230,22 @@ fn create_ingest_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
         tables::SESSION_EVENTS,
         tables::SESSION_STARTS,
         tables::TELEMETRY_AGES,
+    ];
+    for name in indexes {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
+    Ok(())
+}
+
+fn create_notify_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    for name in [tables::CHANNELS, tables::DELIVERIES] {
+        txn.open_table(record_table(name))?;
+    }
+    let indexes = [
+        tables::ORG_CHANNELS,
+        tables::CHANNEL_DELIVERIES,
+        tables::DUE_DELIVERIES,
+        tables::DEAD_DELIVERIES,
     ];
     for name in indexes {
         txn.open_table(IndexTable::new(name).definition())?;

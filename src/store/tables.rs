@@ -114,6 +114,12 @@ pub const ALL: &[TableSpec] = &[
     bytes(SOURCEMAPS),
     bytes(SOURCEMAP_BLOBS),
     text(TELEMETRY_AGES),
+    bytes(CHANNELS),
+    text(ORG_CHANNELS),
+    bytes(DELIVERIES),
+    text(CHANNEL_DELIVERIES),
+    text(DUE_DELIVERIES),
+    text(DEAD_DELIVERIES),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -152,6 +158,21 @@ pub const SOURCEMAPS: &str = "orgid_release_file_sourcemap";
 pub const SOURCEMAP_BLOBS: &str = "sourcemapid_blob";
 /// `{age ms, 20 digits}/{kind}/{record key}` -> "": telemetry oldest first, for retention.
 pub const TELEMETRY_AGES: &str = "agems_kind_key";
+
+// Notification channels and the delivery queue (schema 6).
+
+/// Channels by id.
+pub const CHANNELS: &str = "channelid_channel";
+/// `{org_id}/{channel_id}` -> channel id: the channels of an organisation.
+pub const ORG_CHANNELS: &str = "orgid_channelid";
+/// Deliveries by id (payload, state, every attempt).
+pub const DELIVERIES: &str = "deliveryid_delivery";
+/// `{channel_id}/{delivery_id}` -> delivery id: a channel's delivery log, oldest first.
+pub const CHANNEL_DELIVERIES: &str = "channelid_deliveryid";
+/// `{due at ms, 20 digits}/{delivery_id}` -> delivery id: the queue, soonest first.
+pub const DUE_DELIVERIES: &str = "dueat_deliveryid";
+/// `{channel_id}/{delivery_id}` -> delivery id: the dead-letter queue of each channel.
+pub const DEAD_DELIVERIES: &str = "channelid_deliveryid_dead";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {
