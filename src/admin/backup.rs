@@ -76,7 +76,7 @@ pub async fn serve(context: &AdminContext, writer: &mut OwnedWriteHalf) -> std::
             tracing::error!(%error, "online backup failed");
             let failure = AdminFailure {
                 code: "backup_failed".into(),
-                message: error.to_string(),
+                message: with_causes(&error),
             };
             return send_line(writer, &AdminResponse::from_result(Err(failure))).await;
         }
@@ -156,6 +156,18 @@ fn remove_stale_work_dirs(data_dir: &Path) {
             tracing::warn!(%error, path = %entry.path().display(), "cannot remove a stale backup work dir");
         }
     }
+}
+
+/// `error` and its chain of sources, as one line for the operator.
+fn with_causes(error: &SnapshotError) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }
 
 async fn send_line(writer: &mut OwnedWriteHalf, value: &impl Serialize) -> std::io::Result<()> {

@@ -68,10 +68,12 @@ pub enum SnapshotError {
     Check(String),
     #[error("no database to back up at {0}")]
     NoDatabase(PathBuf),
-    #[error("{what} {path}: {source}")]
+    /// Displayed without its source: callers print the chain (`{:#}`), which adds it.
+    #[error("{what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     #[error(transparent)]
