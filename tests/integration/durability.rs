@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{BIN, TestServer, http, run_cli, text, wait_for};
+use crate::harness::{BIN, TestServer, TmpfsMount, http, run_cli, text, wait_for};
 
 use crate::fixtures::{
     index_entry, stored_schema_version, write_schema_1, write_schema_version_only,
@@ -317,38 +317,6 @@ fn newer_schema_is_refused_and_the_file_left_untouched() {
 }
 
 // ---- full disk ---------------------------------------------------------------------------
-
-/// A tmpfs mounted for one test, unmounted when dropped (also while a test panics).
-struct TmpfsMount(PathBuf);
-
-impl TmpfsMount {
-    fn new(at: &Path, size: &str) -> TmpfsMount {
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output();
-        match output {
-            Ok(output) if output.status.success() => TmpfsMount(at.to_path_buf()),
-            Ok(output) => panic!(
-                "this machine cannot mount a tmpfs (the full-disk test needs root): {}",
-                text(&output.stderr)
-            ),
-            Err(err) => panic!("this machine cannot mount a tmpfs (no mount command): {err}"),
-        }
-    }
-}
-
-impl Drop for TmpfsMount {
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !unmounted {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
-    }
-}
 
 /// GETs `path` and returns the status and JSON body.
 fn get_json(server: &TestServer, path: &str) -> (u16, Value) {

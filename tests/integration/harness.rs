@@ -300,3 +300,35 @@ pub fn signal(pid: u32, signal: i32) {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped (also while a test panics).
+pub struct TmpfsMount(pub PathBuf);
+
+impl TmpfsMount {
+    pub fn new(at: &Path, size: &str) -> TmpfsMount {
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output();
+        match output {
+            Ok(output) if output.status.success() => TmpfsMount(at.to_path_buf()),
+            Ok(output) => panic!(
+                "this machine cannot mount a tmpfs (the full-disk test needs root): {}",
+                text(&output.stderr)
+            ),
+            Err(err) => panic!("this machine cannot mount a tmpfs (no mount command): {err}"),
+        }
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}

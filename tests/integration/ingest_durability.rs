@@ -3,14 +3,12 @@
 //! deletes telemetry older than `RETENTION_DAYS` while keeping the rest.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::harness::{http, text, wait_for};
+use crate::harness::{TmpfsMount, http, wait_for};
 use crate::ingest_support::*;
 
 #[test]
@@ -138,38 +136,10 @@ fn retention_deletes_old_telemetry_and_keeps_the_rest() {
     assert_eq!(spans[0]["span_id"], "00000000000000a2");
 }
 
-/// A tmpfs mounted for one test, unmounted when dropped (also while a test panics).
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Tmpfs {
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output()
-            .expect("the full-disk test runs mount (and needs root)");
-        assert!(
-            output.status.success(),
-            "mount tmpfs: {}",
-            text(&output.stderr)
-        );
-        Tmpfs(at.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let unmounted = Command::new("umount").arg(&self.0).status();
-        if !unmounted.is_ok_and(|status| status.success()) {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
-    }
-}
-
 #[test]
 fn a_full_disk_makes_ingest_503_never_2xx_until_space_returns() {
     let temp = tempfile::tempdir().unwrap();
-    let mount = Tmpfs::mount(temp.path(), "8m");
+    let mount = TmpfsMount::new(temp.path(), "8m");
     let mut builder = crate::harness::TestServer::builder()
         .data_dir(&mount.0.join("data"))
         .env("WEB_INGEST_KEY", KEY);
