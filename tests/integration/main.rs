@@ -25,3 +25,6 @@ mod lifecycle;
 mod packaging;
 mod setup;
 mod tidy;
+mod webhooks_delivery;
+mod webhooks_durability;
+mod webhooks_support;
