@@ -33,15 +33,38 @@ where
     Ingest: FromRef<S>,
     Auth: FromRef<S>,
 {
-    OpenApiRouter::new()
+    let mut router = OpenApiRouter::new()
         .routes(routes!(post_web_errors))
         .routes(routes!(post_web_sessions))
         .routes(routes!(post_spans))
         .routes(routes!(super::sourcemaps::post_sourcemap))
         .routes(routes!(get_ab_config))
-        .routes(routes!(post_ab_uniques))
-        // `layer`, not `route_layer`: the gate must also see the 405 of a wrong method.
-        .layer(axum::middleware::from_fn(gate::ingest_gate))
+        .routes(routes!(post_ab_uniques));
+    document_preflight(router.get_openapi_mut());
+    // `layer`, not `route_layer`: the gate must also see the 405 of a wrong method.
+    router.layer(axum::middleware::from_fn(gate::ingest_gate))
+}
+
+/// Every ingest route also answers the CORS preflight. The gate answers it before routing, so
+/// no handler exists to carry an annotation; the document gets the operation here instead.
+fn document_preflight(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::OperationBuilder;
+    use utoipa::openapi::response::ResponseBuilder;
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        if !path.starts_with("/ingest/") {
+            continue;
+        }
+        let response = ResponseBuilder::new().description(
+            "CORS preflight: Access-Control-Allow-Origin, -Methods (GET, POST, OPTIONS), \
+             -Headers (Content-Type, X-Lookout-Key) and -Max-Age (86400)",
+        );
+        let operation = OperationBuilder::new()
+            .tag("ingest")
+            .summary(Some(format!("CORS preflight of {path}")))
+            .response("204", response.build())
+            .build();
+        item.options = Some(operation);
+    }
 }
 
 /// One item that was not accepted, by its index in the request.
