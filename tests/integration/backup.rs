@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -322,11 +322,24 @@ fn restore_refusals_have_exit_codes_and_leave_the_target_untouched() {
     assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
     assert_eq!(std::fs::read(&file_target).unwrap(), b"x");
 
-    // The good file restores into an empty directory, keeping nothing else there.
+    // The good file restores into an empty directory. Run as root into a directory of another
+    // user (a service's state directory), the files go to that user.
     let empty = temp.path().join("empty-ok");
     std::fs::create_dir(&empty).unwrap();
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let owner = match unsafe { libc::geteuid() } {
+        0 => {
+            std::os::unix::fs::chown(&empty, Some(65534), Some(65534)).unwrap();
+            65534
+        }
+        uid => uid,
+    };
     let output = lookout(&empty, &["restore", good.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output.stderr));
+    for name in ["lookout.redb", "lookout.lock"] {
+        let metadata = std::fs::metadata(empty.join(name)).unwrap();
+        assert_eq!(metadata.uid(), owner, "owner of {name}");
+    }
     let users = json_of(&lookout(&empty, &["user", "list", "--json"]), "user list");
     assert_eq!(items(&users)[0]["email"], "ada@example.com");
 }

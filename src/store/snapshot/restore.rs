@@ -91,12 +91,14 @@ fn refuse_unusable_target(target: &Path, allowed: &[&str]) -> Result<(), Snapsho
 }
 
 /// A restore run as root into a directory made for the service (its StateDirectory) hands the
-/// files to that directory's owner, or the service could not open its own database.
+/// files to that directory's owner, or the service could not open its own database. Files
+/// made by anyone else already belong to the user who restored, which is what they asked for.
 fn give_to_owner(target: &Path, uid: u32, gid: u32) -> Result<(), SnapshotError> {
     for name in [DATABASE_FILE, LOCK_FILE] {
         let path = target.join(name);
         let metadata = fs::metadata(&path).map_err(SnapshotError::io("cannot read", &path))?;
-        if (metadata.uid(), metadata.gid()) != (uid, gid) {
+        let made_by_root = metadata.uid() == 0;
+        if made_by_root && (metadata.uid(), metadata.gid()) != (uid, gid) {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid))
                 .map_err(SnapshotError::io("cannot change the owner of", &path))?;
         }
