@@ -49,7 +49,7 @@ struct ProgressLine {
 
 /// Serves one backup request on `writer` (server side).
 pub async fn serve(context: &AdminContext, writer: &mut OwnedWriteHalf) -> std::io::Result<()> {
-    let Ok(_running) = BACKUP_RUNNING.try_lock() else {
+    let Ok(running) = BACKUP_RUNNING.try_lock() else {
         let failure = AdminFailure {
             code: "backup_running".into(),
             message: "another backup is running on this server; try again when it ends".into(),
@@ -58,7 +58,13 @@ pub async fn serve(context: &AdminContext, writer: &mut OwnedWriteHalf) -> std::
     };
     let (sender, mut reports) = mpsc::channel::<Progress>(16);
     let store = context.store.clone();
-    let task = tokio::task::spawn_blocking(move || build(&store, sender));
+    // The task owns the guard: if this connection ends early, no other backup starts (and
+    // clears work dirs) until the cancelled task has noticed and cleaned up after itself.
+    let task = tokio::task::spawn_blocking(move || {
+        let built = build(&store, sender);
+        drop(running);
+        built
+    });
     // Forward progress until the snapshot is packed; a failed write means the client left,
     // and dropping `reports` then cancels the snapshot at its next report.
     while let Some(progress) = reports.recv().await {

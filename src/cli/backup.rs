@@ -168,8 +168,9 @@ fn write_partial(data_dir: &Path, partial: &Path, work: &Path) -> anyhow::Result
                 Ok(())
             };
             let snapshot = snapshot::take_from_file(&database, work, &mut report)?;
-            let manifest = snapshot::pack(snapshot, partial, work, &mut report)?;
+            // The copy is taken: a server may start on the data dir while the file is packed.
             drop(lock);
+            let manifest = snapshot::pack(snapshot, partial, work, &mut report)?;
             Ok(manifest)
         }
         Err(DataDirError::Locked { path, holder }) => {
