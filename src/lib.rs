@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod agents;
 pub mod auth;
 pub mod cli;
 pub mod clock;

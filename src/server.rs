@@ -28,6 +28,7 @@ use utoipa_axum::routes;
 
 use crate::admin::AdminContext;
 use crate::admin::server::AdminSocket;
+use crate::agents::Agents;
 use crate::auth::{Admin, Auth};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -52,7 +53,14 @@ pub struct AppState {
     pub auth: Auth,
     pub ingest: Ingest,
     pub notify: Notify,
+    pub agents: Agents,
     pub metrics: PrometheusHandle,
+}
+
+impl FromRef<AppState> for Agents {
+    fn from_ref(state: &AppState) -> Agents {
+        state.agents.clone()
+    }
 }
 
 impl FromRef<AppState> for Auth {
@@ -123,6 +131,9 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::ingest::reads::routes())
         .merge(crate::notify::api::routes())
         .merge(crate::notify::api_deliveries::routes())
+        .merge(crate::agents::api::routes())
+        .merge(crate::agents::connect::routes())
+        .merge(crate::agents::terminal::routes())
         .split_for_parts()
 }
 
@@ -245,6 +256,9 @@ pub async fn run(
         config.webhooks.clone(),
         &base_url,
     );
+    // Websocket tasks outlive their HTTP connection; this tells them the server is stopping.
+    let (stop_agents, agents_stopping) = tokio::sync::watch::channel(false);
+    let agents = Agents::new(store.clone(), clock.clone(), &base_url, agents_stopping);
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
@@ -252,6 +266,7 @@ pub async fn run(
         auth,
         ingest: ingest.clone(),
         notify: notify.clone(),
+        agents,
         metrics,
     };
     let router = build_router(state);
@@ -293,6 +308,10 @@ pub async fn run(
     // Deliveries due before this start (a restart, a crash) go out as soon as it runs.
     let deliveries = tokio::spawn(crate::notify::worker::run(notify, stop_admin.subscribe()));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop_agents.send(true);
+    };
     serve(listener, router, limits, shutdown).await;
 
     housekeeping.abort();

@@ -5,6 +5,7 @@
 //! verification refused (`backup::exit_code`); 75 the data dir is held by another process that
 //! cannot be reached; 78 invalid configuration.
 
+mod agent;
 mod backup;
 mod org;
 mod progress;
@@ -55,6 +56,8 @@ pub enum Command {
     Backup(backup::BackupArgs),
     /// Restore a backup into an empty or absent data dir
     Restore(restore::RestoreArgs),
+    /// Connect this host to a server as an agent (metrics, terminal)
+    Agent(agent::AgentArgs),
     /// Print the version
     Version,
 }
@@ -65,21 +68,26 @@ pub const EXIT_CONFIG: u8 = 78;
 pub const EXIT_LOCKED: u8 = 75;
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::Version = cli.command {
-        println!("lookout {}", env!("CARGO_PKG_VERSION"));
-        return Ok(());
-    }
+    // Neither prints the version nor runs an agent on another host needs the server's config.
+    let command = match cli.command {
+        Command::Version => {
+            println!("lookout {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        Command::Agent(args) => return agent::run(args),
+        command => command,
+    };
     let mut config = Config::load(cli.config.as_deref())?;
     if let Some(data_dir) = cli.data_dir {
         config.data_dir = data_dir;
     }
-    match cli.command {
+    match command {
         Command::Serve => serve::run(config),
         Command::User { command } => user::run(&config, command),
         Command::Org { command } => org::run(&config, command),
         Command::Backup(args) => backup::run(&config, args),
         Command::Restore(args) => restore::run(&config, args),
-        Command::Version => Ok(()),
+        Command::Version | Command::Agent(_) => Ok(()),
     }
 }
 

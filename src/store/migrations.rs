@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 6;
+pub const CURRENT_VERSION: u32 = 7;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -63,6 +63,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 6,
         description: "notification channels and delivery queue tables",
         apply: create_notify_tables,
+    },
+    Migration {
+        version: 7,
+        description: "agent and shell ticket tables",
+        apply: create_agent_tables,
     },
 ];
 
@@ -248,6 +253,21 @@ fn create_notify_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
         tables::DEAD_DELIVERIES,
     ];
     for name in indexes {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
+    Ok(())
+}
+
+fn create_agent_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let records = [
+        tables::ENROLMENT_TOKENS,
+        tables::AGENTS,
+        tables::SHELL_TICKETS,
+    ];
+    for name in records {
+        txn.open_table(record_table(name))?;
+    }
+    for name in [tables::ENROLMENT_TOKEN_DIGESTS, tables::AGENT_IDENTITIES] {
         txn.open_table(IndexTable::new(name).definition())?;
     }
     Ok(())

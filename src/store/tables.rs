@@ -120,6 +120,11 @@ pub const ALL: &[TableSpec] = &[
     text(CHANNEL_DELIVERIES),
     text(DUE_DELIVERIES),
     text(DEAD_DELIVERIES),
+    bytes(ENROLMENT_TOKENS),
+    text(ENROLMENT_TOKEN_DIGESTS),
+    bytes(AGENTS),
+    text(AGENT_IDENTITIES),
+    bytes(SHELL_TICKETS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -173,6 +178,19 @@ pub const CHANNEL_DELIVERIES: &str = "channelid_deliveryid";
 pub const DUE_DELIVERIES: &str = "dueat_deliveryid";
 /// `{channel_id}/{delivery_id}` -> delivery id: the dead-letter queue of each channel.
 pub const DEAD_DELIVERIES: &str = "channelid_deliveryid_dead";
+
+// Agents and the terminal (schema 7).
+
+/// `{org_id}/{token_id}` -> agent enrolment token (its secret only as a digest).
+pub const ENROLMENT_TOKENS: &str = "orgid_tokenid_enrolmenttoken";
+/// Hex SHA-256 of an enrolment token -> `{org_id}/{token_id}`.
+pub const ENROLMENT_TOKEN_DIGESTS: &str = "tokendigest_orgid_tokenid";
+/// `{org_id}/{agent_id}` -> agent record (host facts, last seen, latest metrics).
+pub const AGENTS: &str = "orgid_agentid_agent";
+/// `{token_id}/{hostname}` -> agent id: the agent a token's host reconnects as.
+pub const AGENT_IDENTITIES: &str = "tokenid_hostname_agentid";
+/// Hex SHA-256 of a shell ticket -> ticket (user, org, agent, expiry); removed when used.
+pub const SHELL_TICKETS: &str = "ticketdigest_ticket";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

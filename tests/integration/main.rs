@@ -1,6 +1,9 @@
 //! Integration tests: the real `lookout` binary on an ephemeral loopback port with a
 //! temporary data dir, driven over HTTP, the admin socket and the command line.
 
+mod agents_connect;
+mod agents_support;
+mod agents_terminal;
 mod auth_attacks;
 mod auth_keys;
 mod auth_members;

@@ -1,0 +1,304 @@
+//! HTTP face of enrolment tokens and agent records: create a token (its secret returned once),
+//! list tokens with their last use, revoke one; list agents and read one.
+//!
+//! Invariants: admins manage tokens, every member reads agents; only a digest of a token is
+//! stored; revoking a token closes the connections enrolled with it at once; an agent's
+//! `status` is live (the hub), not stored, so it can never say online for a dead connection.
+
+use axum::Json;
+use axum::extract::{FromRef, Path, RawQuery, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::model::{Agent, AgentId, EnrolmentToken, EnrolmentTokenId};
+use super::protocol::HostMetrics;
+use super::{Agents, db};
+use crate::auth::{Admin, Auth, Viewer, audit};
+use crate::clock::Timestamp;
+use crate::http::error::Problem;
+use crate::http::page::PageRequest;
+use crate::http::{ApiError, ApiJson, ErrorCode};
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+    Agents: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(create_token, list_tokens))
+        .routes(routes!(revoke_token))
+        .routes(routes!(list_agents))
+        .routes(routes!(get_agent))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEnrolmentTokenRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedEnrolmentTokenResponse {
+    pub id: String,
+    pub name: String,
+    /// The secret for `lookout agent --token`: shown only in this response.
+    pub token: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnrolmentTokenResponse {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub created_by: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnrolmentTokenList {
+    pub items: Vec<EnrolmentTokenResponse>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentResponse {
+    pub id: String,
+    pub name: String,
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub version: String,
+    /// `online` while connected and heartbeating, else `offline`.
+    pub status: &'static str,
+    pub last_seen: String,
+    /// The latest heartbeat's figures; null until the first one.
+    pub metrics: Option<HostMetrics>,
+    pub shell_enabled: bool,
+    pub enrolment_token_id: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentList {
+    pub items: Vec<AgentResponse>,
+    pub next_cursor: Option<String>,
+}
+
+fn token_view(token: &EnrolmentToken) -> EnrolmentTokenResponse {
+    EnrolmentTokenResponse {
+        id: token.id.to_string(),
+        name: token.name.clone(),
+        created_at: token.created_at.to_rfc3339(),
+        created_by: token.created_by.to_string(),
+        last_used_at: token.last_used_at.map(Timestamp::to_rfc3339),
+        revoked_at: token.revoked_at.map(Timestamp::to_rfc3339),
+    }
+}
+
+pub(crate) fn agent_view(agents: &Agents, agent: &Agent) -> AgentResponse {
+    let status = if agents.hub().is_online(&agent.id) {
+        "online"
+    } else {
+        "offline"
+    };
+    AgentResponse {
+        id: agent.id.to_string(),
+        name: agent.name.clone(),
+        hostname: agent.hostname.clone(),
+        os: agent.os.clone(),
+        arch: agent.arch.clone(),
+        version: agent.version.clone(),
+        status,
+        last_seen: agent.last_seen.to_rfc3339(),
+        metrics: agent.metrics.clone(),
+        shell_enabled: agent.shell_enabled,
+        enrolment_token_id: agent.enrolment_token_id.to_string(),
+        created_at: agent.created_at.to_rfc3339(),
+    }
+}
+
+/// Creates an enrolment token; the secret is in this response only.
+#[utoipa::path(post, path = "/api/v1/agents/enrolment-tokens", tag = "agents",
+    request_body = CreateEnrolmentTokenRequest,
+    responses((status = 201, body = CreatedEnrolmentTokenResponse),
+        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+async fn create_token(
+    State(agents): State<Agents>,
+    Admin(caller): Admin,
+    ApiJson(request): ApiJson<CreateEnrolmentTokenRequest>,
+) -> Result<(StatusCode, Json<CreatedEnrolmentTokenResponse>), ApiError> {
+    let name = request.name.trim().to_string();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPayload,
+            "name: 1 to 100 characters",
+        ));
+    }
+    let now = agents.clock().now();
+    let token = EnrolmentToken {
+        id: EnrolmentTokenId::generate(),
+        org_id: caller.org_id.clone(),
+        name,
+        created_by: caller.user_id.clone(),
+        created_at: now,
+        last_used_at: None,
+        revoked_at: None,
+    };
+    let secret = crate::auth::random_token();
+    let digest = hex::encode(crate::auth::token_digest(&secret));
+    let (stored, actor) = (token.clone(), caller.actor());
+    agents
+        .store()
+        .write(move |txn| {
+            db::insert_token(txn, &stored, &digest)?;
+            audit::record(
+                txn,
+                Some(&stored.org_id),
+                &actor,
+                "agent.enrolment_token.created",
+                Some(stored.id.as_str()),
+                json!({"name": stored.name}),
+                now,
+            )
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedEnrolmentTokenResponse {
+            id: token.id.to_string(),
+            name: token.name,
+            token: secret,
+            created_at: now.to_rfc3339(),
+        }),
+    ))
+}
+
+/// Lists the organisation's enrolment tokens with their last use, without secrets.
+#[utoipa::path(get, path = "/api/v1/agents/enrolment-tokens", tag = "agents",
+    responses((status = 200, body = EnrolmentTokenList)))]
+async fn list_tokens(
+    State(agents): State<Agents>,
+    Admin(caller): Admin,
+) -> Result<Json<EnrolmentTokenList>, ApiError> {
+    let org = caller.org_id.clone();
+    let tokens = agents
+        .store()
+        .read(move |txn| db::tokens_of_org(txn, &org))
+        .await?;
+    Ok(Json(EnrolmentTokenList {
+        items: tokens.iter().map(token_view).collect(),
+        next_cursor: None,
+    }))
+}
+
+/// Revokes an enrolment token: agents using it are disconnected and cannot connect again.
+#[utoipa::path(delete, path = "/api/v1/agents/enrolment-tokens/{id}", tag = "agents",
+    params(("id" = String, Path, description = "enrolment token id")),
+    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn revoke_token(
+    State(agents): State<Agents>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = EnrolmentTokenId::parse(&id).map_err(|_| ApiError::not_found("enrolment token"))?;
+    let now = agents.clock().now();
+    let (org, actor, token_id) = (caller.org_id.clone(), caller.actor(), id.clone());
+    agents
+        .store()
+        .write(move |txn| {
+            let mut token = db::token_of_org(txn, &org, &token_id)?
+                .ok_or_else(|| ApiError::not_found("enrolment token"))?;
+            if token.revoked_at.is_none() {
+                token.revoked_at = Some(now);
+                db::put_token(txn, &token)?;
+                audit::record(
+                    txn,
+                    Some(&org),
+                    &actor,
+                    "agent.enrolment_token.revoked",
+                    Some(token.id.as_str()),
+                    json!({"name": token.name}),
+                    now,
+                )?;
+            }
+            Ok::<_, ApiError>(())
+        })
+        .await?;
+    agents.hub().disconnect_token(&id);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Lists the organisation's agents, oldest first.
+#[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = AgentList)))]
+async fn list_agents(
+    State(agents): State<Agents>,
+    Viewer(caller): Viewer,
+    RawQuery(query): RawQuery,
+) -> Result<Json<AgentList>, ApiError> {
+    let page = PageRequest::from_query(query.as_deref())?;
+    let after = match page.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(AgentId::parse(cursor).map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidParameter,
+                "cursor: not one this list gave",
+            )
+        })?),
+    };
+    let (org, limit) = (caller.org_id.clone(), page.limit);
+    // One row more than asked tells whether another page follows.
+    let mut rows = agents
+        .store()
+        .read(move |txn| db::agents_of_org(txn, &org, after.as_ref(), limit + 1))
+        .await?;
+    let next_cursor = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|agent| agent.id.to_string())
+    } else {
+        None
+    };
+    Ok(Json(AgentList {
+        items: rows
+            .iter()
+            .map(|agent| agent_view(&agents, agent))
+            .collect(),
+        next_cursor,
+    }))
+}
+
+/// One agent.
+#[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "agents",
+    params(("id" = String, Path, description = "agent id")),
+    responses((status = 200, body = AgentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn get_agent(
+    State(agents): State<Agents>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> Result<Json<AgentResponse>, ApiError> {
+    let agent = find_agent(&agents, &caller.org_id, &id).await?;
+    Ok(Json(agent_view(&agents, &agent)))
+}
+
+/// The agent `id` of `org`, or 404 (another organisation's agent does not exist for a caller).
+pub(crate) async fn find_agent(
+    agents: &Agents,
+    org: &crate::accounts::model::OrgId,
+    id: &str,
+) -> Result<Agent, ApiError> {
+    let id = AgentId::parse(id).map_err(|_| ApiError::not_found("agent"))?;
+    let org = org.clone();
+    agents
+        .store()
+        .read(move |txn| db::agent_of_org(txn, &org, &id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("agent"))
+}

@@ -1,0 +1,150 @@
+//! Typed table access for enrolment tokens, agents and shell tickets. Every function takes the
+//! transaction first, so a change and its audit entry commit together.
+//!
+//! Invariants: a token has one row in `ENROLMENT_TOKENS` and one in `ENROLMENT_TOKEN_DIGESTS`,
+//! written together; an agent has one row in `AGENTS` and one in `AGENT_IDENTITIES`; a shell
+//! ticket leaves the store in the transaction that redeems it, whatever the outcome.
+
+use redb::WriteTransaction;
+
+use super::model::{Agent, AgentId, EnrolmentToken, EnrolmentTokenId, ShellTicket};
+use crate::accounts::model::OrgId;
+use crate::clock::Timestamp;
+use crate::store::tables::{self, composite_key, owner_prefix};
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+
+const TOKENS: RecordTable<EnrolmentToken> = RecordTable::new(tables::ENROLMENT_TOKENS);
+const TOKEN_DIGESTS: IndexTable = IndexTable::new(tables::ENROLMENT_TOKEN_DIGESTS);
+const AGENTS: RecordTable<Agent> = RecordTable::new(tables::AGENTS);
+const IDENTITIES: IndexTable = IndexTable::new(tables::AGENT_IDENTITIES);
+const TICKETS: RecordTable<ShellTicket> = RecordTable::new(tables::SHELL_TICKETS);
+
+pub fn insert_token(
+    txn: &WriteTransaction,
+    token: &EnrolmentToken,
+    digest: &str,
+) -> Result<(), StoreError> {
+    let key = composite_key(token.org_id.as_str(), token.id.as_str());
+    TOKENS.insert(txn, &key, token)?;
+    TOKEN_DIGESTS.insert(txn, digest, &key)
+}
+
+pub fn put_token(txn: &WriteTransaction, token: &EnrolmentToken) -> Result<(), StoreError> {
+    let key = composite_key(token.org_id.as_str(), token.id.as_str());
+    TOKENS.insert(txn, &key, token)
+}
+
+pub fn token_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &EnrolmentTokenId,
+) -> Result<Option<EnrolmentToken>, StoreError> {
+    TOKENS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<EnrolmentToken>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let rows = TOKENS.scan(txn, Scan::prefix(&prefix))?;
+    Ok(rows.into_iter().map(|(_, token)| token).collect())
+}
+
+/// The token whose secret hashes to `digest`, revoked or not.
+pub fn find_token_by_digest(
+    txn: &impl ReadTxn,
+    digest: &str,
+) -> Result<Option<EnrolmentToken>, StoreError> {
+    let Some(key) = TOKEN_DIGESTS.get(txn, digest)? else {
+        return Ok(None);
+    };
+    TOKENS.get(txn, &key)?.map(Some).ok_or(StoreError::Corrupt {
+        what: "enrolment token index",
+        detail: format!("{key} is indexed but missing"),
+    })
+}
+
+pub fn put_agent(txn: &WriteTransaction, agent: &Agent) -> Result<(), StoreError> {
+    let key = composite_key(agent.org_id.as_str(), agent.id.as_str());
+    AGENTS.insert(txn, &key, agent)?;
+    let identity = composite_key(agent.enrolment_token_id.as_str(), &agent.hostname);
+    IDENTITIES.insert(txn, &identity, agent.id.as_str())
+}
+
+pub fn agent_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &AgentId,
+) -> Result<Option<Agent>, StoreError> {
+    AGENTS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+/// One page of an organisation's agents in id (creation) order, after `after` when given.
+pub fn agents_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&AgentId>,
+    limit: usize,
+) -> Result<Vec<Agent>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    };
+    Ok(AGENTS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, agent)| agent)
+        .collect())
+}
+
+/// The agent that `token`'s host `hostname` enrolled as before, if any.
+pub fn agent_by_identity(
+    txn: &impl ReadTxn,
+    token: &EnrolmentToken,
+    hostname: &str,
+) -> Result<Option<Agent>, StoreError> {
+    let identity = composite_key(token.id.as_str(), hostname);
+    let Some(id) = IDENTITIES.get(txn, &identity)? else {
+        return Ok(None);
+    };
+    let id = AgentId::parse(&id).map_err(|err| StoreError::Corrupt {
+        what: "agent identity index",
+        detail: err.to_string(),
+    })?;
+    agent_of_org(txn, &token.org_id, &id)
+}
+
+pub fn insert_ticket(
+    txn: &WriteTransaction,
+    digest: &str,
+    ticket: &ShellTicket,
+) -> Result<(), StoreError> {
+    TICKETS.insert(txn, digest, ticket)
+}
+
+/// Removes and returns the ticket with `digest`: presenting a ticket spends it.
+pub fn take_ticket(
+    txn: &WriteTransaction,
+    digest: &str,
+) -> Result<Option<ShellTicket>, StoreError> {
+    let ticket = TICKETS.get(txn, digest)?;
+    if ticket.is_some() {
+        TICKETS.remove(txn, digest)?;
+    }
+    Ok(ticket)
+}
+
+/// Removes tickets that expired before `now` and were never presented.
+pub fn remove_expired_tickets(txn: &WriteTransaction, now: Timestamp) -> Result<usize, StoreError> {
+    let expired: Vec<String> = TICKETS
+        .scan(txn, Scan::all())?
+        .into_iter()
+        .filter(|(_, ticket)| ticket.expires_at <= now)
+        .map(|(digest, _)| digest)
+        .collect();
+    for digest in &expired {
+        TICKETS.remove(txn, digest)?;
+    }
+    Ok(expired.len())
+}

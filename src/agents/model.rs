@@ -1,0 +1,154 @@
+//! Stored records of agents, enrolment tokens and shell tickets, and the pure rules over them:
+//! when a ticket may be redeemed, and how long an agent may stay silent.
+//!
+//! Invariants: no secret is ever stored, only its SHA-256 digest (the token or ticket itself
+//! exists in one HTTP response and on the holder's side); a ticket is bound to one user, one
+//! organisation and one agent, and works once, before `expires_at`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::protocol::HostMetrics;
+use crate::accounts::model::{OrgId, UserId};
+use crate::clock::Timestamp;
+use crate::store::codec::Record;
+
+crate::typed_id!(
+    /// An agent (`agt_…`): one host enrolled with one enrolment token.
+    AgentId,
+    "agt_"
+);
+crate::typed_id!(
+    /// An agent enrolment token (`tok_…`).
+    EnrolmentTokenId,
+    "tok_"
+);
+
+/// How often an agent reports; the protocol's heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
+/// Silence after which an agent counts as gone: three missed heartbeats.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(45);
+/// How long a shell ticket may wait before it is redeemed.
+pub const TICKET_LIFETIME: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EnrolmentToken {
+    pub id: EnrolmentTokenId,
+    pub org_id: OrgId,
+    pub name: String,
+    pub created_by: UserId,
+    pub created_at: Timestamp,
+    /// When an agent last connected with it.
+    pub last_used_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl Record for EnrolmentToken {
+    const KIND: &'static str = "enrolment_token";
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Agent {
+    pub id: AgentId,
+    pub org_id: OrgId,
+    /// The enrolment token's name: what the admin called the host when enrolling it.
+    pub name: String,
+    pub enrolment_token_id: EnrolmentTokenId,
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    /// The agent's own version (`lookout agent` reports its package version).
+    pub version: String,
+    /// Whether the agent accepts terminal sessions (`--no-shell` says no).
+    pub shell_enabled: bool,
+    pub created_at: Timestamp,
+    pub last_seen: Timestamp,
+    pub metrics: Option<HostMetrics>,
+}
+
+impl Record for Agent {
+    const KIND: &'static str = "agent";
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShellTicket {
+    pub user_id: UserId,
+    pub org_id: OrgId,
+    pub agent_id: AgentId,
+    pub expires_at: Timestamp,
+}
+
+impl Record for ShellTicket {
+    const KIND: &'static str = "shell_ticket";
+}
+
+/// Why a presented ticket is refused; every case answers the same `401 invalid_ticket`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketRefusal {
+    UnknownOrUsed,
+    Expired,
+    OtherAgent,
+}
+
+/// Whether `ticket` (already removed from the store: presenting it spends it) opens a
+/// terminal on `agent` at `now`.
+pub fn redeem(
+    ticket: Option<&ShellTicket>,
+    agent: &AgentId,
+    now: Timestamp,
+) -> Result<(), TicketRefusal> {
+    let ticket = ticket.ok_or(TicketRefusal::UnknownOrUsed)?;
+    if now >= ticket.expires_at {
+        return Err(TicketRefusal::Expired);
+    }
+    if &ticket.agent_id != agent {
+        return Err(TicketRefusal::OtherAgent);
+    }
+    Ok(())
+}
+
+/// Whether a connection silent since `last_heard` has missed too many heartbeats.
+pub fn silent_too_long(last_heard: std::time::Instant, now: std::time::Instant) -> bool {
+    now.saturating_duration_since(last_heard) > SILENCE_LIMIT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(agent: &AgentId, expires_at: i64) -> ShellTicket {
+        ShellTicket {
+            user_id: UserId::generate(),
+            org_id: OrgId::generate(),
+            agent_id: agent.clone(),
+            expires_at: Timestamp(expires_at),
+        }
+    }
+
+    #[test]
+    fn tickets_are_redeemed_only_in_time_and_for_their_agent() {
+        let agent = AgentId::generate();
+        let other = AgentId::generate();
+        let valid = ticket(&agent, 30_000);
+        let cases = [
+            (None, &agent, 0, Err(TicketRefusal::UnknownOrUsed)),
+            (Some(&valid), &agent, 29_999, Ok(())),
+            (Some(&valid), &agent, 30_000, Err(TicketRefusal::Expired)),
+            (Some(&valid), &other, 1, Err(TicketRefusal::OtherAgent)),
+        ];
+        for (ticket, agent, now, expected) in cases {
+            assert_eq!(redeem(ticket, agent, Timestamp(now)), expected);
+        }
+    }
+
+    #[test]
+    fn silence_allows_two_missed_heartbeats() {
+        let start = std::time::Instant::now();
+        assert!(!silent_too_long(start, start + HEARTBEAT_INTERVAL * 2));
+        assert!(silent_too_long(
+            start,
+            start + SILENCE_LIMIT + Duration::from_millis(1)
+        ));
+    }
+}

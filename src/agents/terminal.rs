@@ -1,0 +1,330 @@
+//! Shell tickets and the terminal websocket: `POST /api/v1/agents/{id}/shell/ticket` mints a
+//! single-use ticket for an admin; `GET /api/v1/agents/{id}/shell?ticket=…` spends it and
+//! relays the browser's terminal to a PTY on the agent, through the hub.
+//!
+//! Invariants: a browser cannot send headers on a websocket, so the ticket, not a session, is
+//! the credential, and it is bound to the user, organisation and agent it was minted for; it
+//! is stored as a SHA-256 digest and removed in the same transaction that checks it, so two
+//! concurrent presentations cannot both win. The `Origin` check runs before the ticket is
+//! touched, so a cross-site attempt does not burn it. Every session is audited when it starts
+//! and when it ends (who, agent, duration, bytes each way).
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRef, Path, RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::Response;
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::hub::{OpenRefusal, ShellEvent, ToAgent};
+use super::model::{self, Agent, AgentId, ShellTicket};
+use super::protocol::{self, ServerMessage, TerminalControl};
+use super::{Agents, db};
+use crate::auth::audit::{self, Actor};
+use crate::auth::{Admin, Auth};
+use crate::http::error::Problem;
+use crate::http::extract::ClientAddr;
+use crate::http::{ApiError, ErrorCode};
+use crate::store::StoreError;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+    Agents: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(create_ticket))
+        .routes(routes!(open_terminal))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShellTicketResponse {
+    /// 32 random bytes, base64url: spend it within 30 s on `url`.
+    pub ticket: String,
+    pub expires_at: String,
+    /// The terminal websocket with the ticket in its query string.
+    pub url: String,
+}
+
+/// Mints a single-use ticket for the terminal websocket of an agent.
+#[utoipa::path(post, path = "/api/v1/agents/{id}/shell/ticket", tag = "agents",
+    params(("id" = String, Path, description = "agent id")),
+    responses((status = 200, body = ShellTicketResponse),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn create_ticket(
+    State(agents): State<Agents>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+) -> Result<Json<ShellTicketResponse>, ApiError> {
+    let agent = super::api::find_agent(&agents, &caller.org_id, &id).await?;
+    let secret = crate::auth::random_token();
+    let digest = hex::encode(crate::auth::token_digest(&secret));
+    let expires_at = agents.clock().now().plus(model::TICKET_LIFETIME);
+    let ticket = ShellTicket {
+        user_id: caller.user_id.clone(),
+        org_id: caller.org_id.clone(),
+        agent_id: agent.id.clone(),
+        expires_at,
+    };
+    let now = agents.clock().now();
+    agents
+        .store()
+        .write(move |txn| {
+            // Tickets nobody spent would pile up: each mint sweeps the expired ones.
+            db::remove_expired_tickets(txn, now)?;
+            db::insert_ticket(txn, &digest, &ticket)
+        })
+        .await?;
+    let base = agents.base_url();
+    let scheme_less = base
+        .strip_prefix("https://")
+        .map(|rest| format!("wss://{rest}"))
+        .or_else(|| {
+            base.strip_prefix("http://")
+                .map(|rest| format!("ws://{rest}"))
+        })
+        .unwrap_or_else(|| base.to_string());
+    Ok(Json(ShellTicketResponse {
+        url: format!(
+            "{scheme_less}/api/v1/agents/{}/shell?ticket={secret}",
+            agent.id
+        ),
+        ticket: secret,
+        expires_at: expires_at.to_rfc3339(),
+    }))
+}
+
+/// The terminal websocket: binary frames are terminal bytes both ways, text frames are JSON
+/// control messages (`{"type":"resize","cols","rows"}`).
+#[utoipa::path(get, path = "/api/v1/agents/{id}/shell", tag = "agents",
+    params(("id" = String, Path, description = "agent id"),
+        ("ticket" = String, Query, description = "a ticket from POST /api/v1/agents/{id}/shell/ticket")),
+    responses((status = 101, description = "switching to the terminal"),
+        (status = 401, description = "used, expired or foreign ticket", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "cross-site Origin", body = Problem, content_type = "application/problem+json")))]
+async fn open_terminal(
+    State(agents): State<Agents>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    ClientAddr(client): ClientAddr,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let origin = headers.get(header::ORIGIN);
+    if origin.is_some_and(|origin| origin.as_bytes() != agents.base_origin().as_bytes()) {
+        return Err(ApiError::new(
+            ErrorCode::ForbiddenOrigin,
+            "the terminal opens only from this server's own pages",
+        ));
+    }
+    let (ticket, agent) = redeem_ticket(&agents, &id, query.as_deref()).await?;
+    let upgrade = upgrade.map_err(|rejection| {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("expected a websocket upgrade: {rejection}"),
+        )
+    })?;
+    let actor = Actor {
+        user_id: Some(ticket.user_id.clone()),
+        email: None,
+        ip: Some(client.to_string()),
+    };
+    Ok(upgrade
+        .max_message_size(protocol::MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| serve_terminal(agents, agent, actor, socket)))
+}
+
+/// Spends the ticket of `query` and returns it with its agent, or `401 invalid_ticket`.
+async fn redeem_ticket(
+    agents: &Agents,
+    id: &str,
+    query: Option<&str>,
+) -> Result<(ShellTicket, Agent), ApiError> {
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::InvalidTicket,
+            "the shell ticket is unknown, used, expired or for another agent",
+        )
+    };
+    let secret = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(name, _)| name == "ticket")
+        .map(|(_, value)| value.into_owned())
+        .ok_or_else(invalid)?;
+    let digest = hex::encode(crate::auth::token_digest(&secret));
+    let now = agents.clock().now();
+    let taken = agents
+        .store()
+        .write(move |txn| db::take_ticket(txn, &digest))
+        .await?;
+    let agent_id = AgentId::parse(id).map_err(|_| invalid())?;
+    if let Err(refusal) = model::redeem(taken.as_ref(), &agent_id, now) {
+        tracing::info!(agent = %agent_id, ?refusal, "shell ticket refused");
+        return Err(invalid());
+    }
+    let ticket = taken.ok_or_else(invalid)?;
+    let org = ticket.org_id.clone();
+    let agent = agents
+        .store()
+        .read(move |txn| db::agent_of_org(txn, &org, &agent_id))
+        .await?
+        .ok_or_else(invalid)?;
+    Ok((ticket, agent))
+}
+
+/// Totals of one terminal session, for its audit entry.
+#[derive(Default)]
+struct Traffic {
+    to_shell: u64,
+    from_shell: u64,
+}
+
+async fn serve_terminal(agents: Agents, agent: Agent, actor: Actor, mut socket: WebSocket) {
+    let link = match agents.hub().open_session(&agent.id) {
+        Ok(link) => link,
+        Err(refusal) => {
+            let code = match refusal {
+                OpenRefusal::Offline => 4404,
+                OpenRefusal::ShellDisabled => 4403,
+            };
+            close(&mut socket, code, &refusal.to_string()).await;
+            return;
+        }
+    };
+    let session = link.session;
+    let started = Instant::now();
+    let detail = json!({"session": session, "hostname": agent.hostname});
+    if let Err(error) = write_audit(&agents, &agent, &actor, "agent.shell.started", detail).await {
+        // A session that cannot be audited does not run.
+        tracing::warn!(%error, "cannot audit a shell session; refusing it");
+        agents.hub().end_session(&agent.id, session);
+        close(&mut socket, 1011, "the server cannot record this session").await;
+        return;
+    }
+    let open = ServerMessage::ShellOpen {
+        session,
+        cols: 80,
+        rows: 24,
+    };
+    let mut traffic = Traffic::default();
+    let reason = if link.to_agent.send(ToAgent::Control(open)).await.is_err() {
+        "the agent disconnected".to_string()
+    } else {
+        relay(&agents, link, &mut socket, &mut traffic).await
+    };
+    agents.hub().end_session(&agent.id, session);
+    let detail = json!({
+        "session": session,
+        "hostname": agent.hostname,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "bytes_to_shell": traffic.to_shell,
+        "bytes_from_shell": traffic.from_shell,
+        "reason": reason,
+    });
+    if let Err(error) = write_audit(&agents, &agent, &actor, "agent.shell.ended", detail).await {
+        tracing::warn!(%error, "cannot audit the end of a shell session");
+    }
+}
+
+/// Relays until the browser or the shell ends; returns why.
+async fn relay(
+    agents: &Agents,
+    mut link: super::hub::SessionLink,
+    socket: &mut WebSocket,
+    traffic: &mut Traffic,
+) -> String {
+    let session = link.session;
+    let to_agent = link.to_agent.clone();
+    let reason = loop {
+        tokio::select! {
+            frame = socket.recv() => {
+                let message = match frame {
+                    Some(Ok(message)) => message,
+                    Some(Err(_)) | None => break "the browser disconnected".to_string(),
+                };
+                let queued = match message {
+                    Message::Binary(bytes) => {
+                        traffic.to_shell += bytes.len() as u64;
+                        ToAgent::Data { session, bytes: bytes.to_vec() }
+                    }
+                    Message::Text(text) => match serde_json::from_str::<TerminalControl>(&text) {
+                        Ok(TerminalControl::Resize { cols, rows }) if protocol::valid_size(cols, rows) => {
+                            ToAgent::Control(ServerMessage::ShellResize { session, cols, rows })
+                        }
+                        _ => {
+                            close(socket, 1008, "text frames must be JSON control messages").await;
+                            break "unreadable control message".to_string();
+                        }
+                    },
+                    Message::Ping(_) | Message::Pong(_) => continue,
+                    Message::Close(_) => break "the browser closed the terminal".to_string(),
+                };
+                // Waits while the agent's queue is full: back-pressure to the browser.
+                if to_agent.send(queued).await.is_err() {
+                    break "the agent disconnected".to_string();
+                }
+            }
+            event = link.events.recv() => match event {
+                Some(ShellEvent::Opened) => {}
+                Some(ShellEvent::Data(bytes)) => {
+                    traffic.from_shell += bytes.len() as u64;
+                    if socket.send(Message::Binary(bytes.into())).await.is_err() {
+                        break "the browser disconnected".to_string();
+                    }
+                }
+                Some(ShellEvent::Closed(reason)) => {
+                    close(socket, 1000, &reason).await;
+                    return reason;
+                }
+                None => break "the agent disconnected".to_string(),
+            },
+            () = agents.stopped() => {
+                close(socket, 1001, "the server is shutting down").await;
+                break "the server is shutting down".to_string();
+            }
+        }
+    };
+    // The shell outlives no terminal: tell the agent to end it.
+    let _ = to_agent.try_send(ToAgent::Control(ServerMessage::ShellClose { session }));
+    reason
+}
+
+async fn write_audit(
+    agents: &Agents,
+    agent: &Agent,
+    actor: &Actor,
+    action: &'static str,
+    detail: serde_json::Value,
+) -> Result<(), StoreError> {
+    let (org, target, actor) = (agent.org_id.clone(), agent.id.to_string(), actor.clone());
+    let now = agents.clock().now();
+    agents
+        .store()
+        .write(move |txn| {
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                action,
+                Some(&target),
+                detail.clone(),
+                now,
+            )
+        })
+        .await
+}
+
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.to_string().into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+}

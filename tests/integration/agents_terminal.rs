@@ -1,0 +1,153 @@
+//! The terminal through the real binary: single-use shell tickets, the Origin check, an
+//! interactive round trip to a PTY on a real `lookout agent`, resize, `--no-shell`, and the
+//! audit entries of every session.
+
+use std::time::Duration;
+
+use futures_util::SinkExt;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::agents_support::{
+    audit_entries, online_agent, open_refused, open_websocket, read_close, read_until, runtime,
+    server_with_owner, ticket, type_bytes,
+};
+use crate::auth_support::{add_user, sign_in};
+use crate::harness::{text, wait_for};
+
+#[test]
+fn a_terminal_runs_commands_resizes_and_is_audited() {
+    let (server, session) = server_with_owner();
+    let (_process, agent) = online_agent(&server, &session, "web-1", &[]);
+    let agent_id = agent["id"].as_str().unwrap();
+    let minted = ticket(&server, &session, agent_id);
+    let secret = minted["ticket"].as_str().unwrap();
+    assert_eq!(secret.len(), 43, "32 bytes in base64url: {minted}");
+    assert!(minted["expires_at"].as_str().unwrap().ends_with('Z'));
+    let url = minted["url"].as_str().unwrap().to_string();
+    assert!(url.starts_with("ws://") && url.contains(agent_id) && url.ends_with(secret));
+    let origin = server.url("");
+
+    let runtime = runtime();
+    runtime.block_on(async {
+        let mut terminal = open_websocket(&url, Some(&origin), None)
+            .await
+            .expect("terminal");
+        type_bytes(&mut terminal, "echo hello\n").await;
+        read_until(&mut terminal, "hello").await;
+        // The typed command echoes too; only the shell's arithmetic proves it ran.
+        type_bytes(&mut terminal, "echo result-$((20+22))\n").await;
+        read_until(&mut terminal, "result-42").await;
+        let resize = json!({"type": "resize", "cols": 123, "rows": 45}).to_string();
+        terminal.send(Message::Text(resize.into())).await.unwrap();
+        type_bytes(&mut terminal, "stty size\n").await;
+        read_until(&mut terminal, "45 123").await;
+        type_bytes(&mut terminal, "exit\n").await;
+        let (code, _) = read_close(&mut terminal).await;
+        assert_eq!(code, 1000);
+    });
+
+    let ended = wait_for("audit of the session end", Duration::from_secs(10), || {
+        let entries = audit_entries(&server, &session, "agent.shell.ended");
+        (!entries.is_empty()).then_some(entries)
+    });
+    let started = audit_entries(&server, &session, "agent.shell.started");
+    assert_eq!(started.len(), 1);
+    assert_eq!(ended.len(), 1);
+    for entry in started.iter().chain(&ended) {
+        assert_eq!(entry["target"], agent_id);
+        assert_eq!(entry["actor_user_id"], session.user_id().as_str());
+    }
+    assert!(ended[0]["detail"]["bytes_to_shell"].as_u64().unwrap() > 0);
+    assert!(ended[0]["detail"]["bytes_from_shell"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn tickets_work_once_for_their_agent_in_time_and_same_origin_only() {
+    let (server, session) = server_with_owner();
+    let (_first, agent) = online_agent(&server, &session, "web-1", &[]);
+    let (_second, other) = online_agent(&server, &session, "web-2", &[]);
+    let (agent_id, other_id) = (agent["id"].as_str().unwrap(), other["id"].as_str().unwrap());
+    let origin = server.url("");
+    let runtime = runtime();
+
+    // A foreign Origin is refused before the ticket is touched: the same ticket works after.
+    let url = ticket(&server, &session, agent_id)["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refused = runtime.block_on(open_refused(&url, Some("https://evil.example"), None));
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (403, "forbidden_origin")
+    );
+    let terminal = runtime.block_on(open_websocket(&url, Some(&origin), None));
+    assert!(terminal.is_ok(), "{:?}", terminal.err());
+    drop(terminal);
+    // Used once: refused the second time, with or without an Origin.
+    for origin in [Some(origin.as_str()), None] {
+        let again = runtime.block_on(open_refused(&url, origin, None));
+        assert_eq!((again.status, again.code.as_str()), (401, "invalid_ticket"));
+    }
+
+    // A ticket for one agent does not open another, and is spent by trying.
+    let foreign = ticket(&server, &session, agent_id);
+    let secret = foreign["ticket"].as_str().unwrap();
+    let elsewhere = server
+        .url(&format!("/api/v1/agents/{other_id}/shell?ticket={secret}"))
+        .replace("http://", "ws://");
+    let refused = runtime.block_on(open_refused(&elsewhere, None, None));
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (401, "invalid_ticket")
+    );
+    let url = foreign["url"].as_str().unwrap();
+    let spent = runtime.block_on(open_refused(url, None, None));
+    assert_eq!(spent.status, 401);
+
+    // Made up or missing: refused.
+    let bogus = server
+        .url(&format!("/api/v1/agents/{agent_id}/shell?ticket=AAAA"))
+        .replace("http://", "ws://");
+    let refused = runtime.block_on(open_refused(&bogus, None, None));
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (401, "invalid_ticket")
+    );
+
+    // Expired: a ticket lives 30 s. The wait is for the wall clock, which the server reads.
+    let late = ticket(&server, &session, agent_id);
+    std::thread::sleep(Duration::from_secs(31));
+    let url = late["url"].as_str().unwrap();
+    let refused = runtime.block_on(open_refused(url, None, None));
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (401, "invalid_ticket")
+    );
+}
+
+#[test]
+fn no_shell_agents_refuse_terminals_and_viewers_cannot_mint_tickets() {
+    let (server, session) = server_with_owner();
+    let (_process, agent) = online_agent(&server, &session, "locked-down", &["--no-shell"]);
+    assert_eq!(agent["shell_enabled"], false);
+    let agent_id = agent["id"].as_str().unwrap();
+    let url = ticket(&server, &session, agent_id)["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let runtime = runtime();
+    let (code, reason) = runtime.block_on(async {
+        let mut terminal = open_websocket(&url, None, None).await.expect("upgrade");
+        read_close(&mut terminal).await
+    });
+    assert_eq!(code, 4403, "{reason}");
+    assert!(reason.contains("--no-shell"), "{reason}");
+    assert!(audit_entries(&server, &session, "agent.shell.started").is_empty());
+
+    add_user(&server, "viewer@example.com", "viewer");
+    let viewer = sign_in(&server, "viewer@example.com");
+    let path = format!("/api/v1/agents/{agent_id}/shell/ticket");
+    let refused = viewer.post(&server, &path, &json!({}));
+    assert_eq!(refused.status, 403, "{}", text(&refused.body));
+}
