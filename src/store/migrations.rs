@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 7;
+pub const CURRENT_VERSION: u32 = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -68,6 +68,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 7,
         description: "agent and shell ticket tables",
         apply: create_agent_tables,
+    },
+    Migration {
+        version: 8,
+        description: "error group tables",
+        apply: create_error_group_tables,
     },
 ];
 
@@ -268,6 +273,20 @@ fn create_agent_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
         txn.open_table(record_table(name))?;
     }
     for name in [tables::ENROLMENT_TOKEN_DIGESTS, tables::AGENT_IDENTITIES] {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
+    Ok(())
+}
+
+fn create_error_group_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::ERROR_GROUPS))?;
+    let indexes = [
+        tables::GROUP_FINGERPRINTS,
+        tables::GROUP_LAST_SEEN,
+        tables::GROUP_USERS,
+        tables::GROUP_EVENTS,
+    ];
+    for name in indexes {
         txn.open_table(IndexTable::new(name).definition())?;
     }
     Ok(())
