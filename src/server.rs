@@ -54,7 +54,14 @@ pub struct AppState {
     pub ingest: Ingest,
     pub notify: Notify,
     pub agents: Agents,
+    pub search: crate::search::Search,
     pub metrics: PrometheusHandle,
+}
+
+impl FromRef<AppState> for crate::search::Search {
+    fn from_ref(state: &AppState) -> crate::search::Search {
+        state.search.clone()
+    }
 }
 
 impl FromRef<AppState> for Agents {
@@ -129,6 +136,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())
         .merge(crate::ingest::reads::routes())
+        .merge(crate::errors::api::routes())
         .merge(crate::notify::api::routes())
         .merge(crate::notify::api_deliveries::routes())
         .merge(crate::agents::api::routes())
@@ -250,6 +258,14 @@ pub async fn run(
         .context("cannot load sessions and revocations")?;
     let housekeeping = spawn_housekeeping(auth.clone());
     let ingest = Ingest::new(&config, store.clone(), clock.clone());
+    // Catching up with events the index missed (a crash, a restore) happens before serving.
+    let search = {
+        let (dir, store) = (crate::search::index_dir(data_dir.path()), store.clone());
+        tokio::task::spawn_blocking(move || crate::search::Search::start(&dir, &store))
+            .await
+            .context("search start-up task failed")?
+            .context("cannot open the search index")?
+    };
     let notify = Notify::new(
         store.clone(),
         clock.clone(),
@@ -267,6 +283,7 @@ pub async fn run(
         ingest: ingest.clone(),
         notify: notify.clone(),
         agents,
+        search: search.clone(),
         metrics,
     };
     let router = build_router(state);
@@ -321,6 +338,8 @@ pub async fn run(
     let _ = admin.await;
     let _ = retention.await;
     let _ = deliveries.await;
+    // Requests are done: commit what the index has pending before the store goes.
+    let _ = tokio::task::spawn_blocking(move || search.close()).await;
     store.close().await;
     tracing::info!("lookout stopped; every acknowledged write is committed");
     drop(data_dir);

@@ -9,6 +9,7 @@ mod agent;
 mod backup;
 mod org;
 mod progress;
+mod reindex;
 mod restore;
 mod serve;
 mod target;
@@ -56,6 +57,8 @@ pub enum Command {
     Backup(backup::BackupArgs),
     /// Restore a backup into an empty or absent data dir
     Restore(restore::RestoreArgs),
+    /// Rebuild the search index from the stored events (the server must be stopped)
+    Reindex,
     /// Connect this host to a server as an agent (metrics, terminal)
     Agent(agent::AgentArgs),
     /// Print the version
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Org { command } => org::run(&config, command),
         Command::Backup(args) => backup::run(&config, args),
         Command::Restore(args) => restore::run(&config, args),
+        Command::Reindex => reindex::run(&config),
         Command::Version | Command::Agent(_) => Ok(()),
     }
 }

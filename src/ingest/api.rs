@@ -32,6 +32,7 @@ where
     S: Clone + Send + Sync + 'static,
     Ingest: FromRef<S>,
     Auth: FromRef<S>,
+    crate::search::Search: FromRef<S>,
 {
     let mut router = OpenApiRouter::new()
         .routes(routes!(post_web_errors))
@@ -183,6 +184,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
         (status = 503, body = Problem, content_type = "application/problem+json")))]
 async fn post_web_errors(
     State(ingest): State<Ingest>,
+    State(search): State<crate::search::Search>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let parse = |item: &Value, context: &ItemContext| {
@@ -192,12 +194,14 @@ async fn post_web_errors(
     let count = batch.accepted.len();
     if count > 0 {
         let (org, events) = (batch.org.clone(), batch.accepted);
+        // Source maps already uploaded resolve the frames before they are stored.
+        let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
         let stored = ingest
             .store()
             .write(move |txn| errors::store_events(txn, &org, &events))
             .await
             .map_err(ApiError::from)?;
-        errors::events_committed(&batch.org, &stored);
+        errors::events_committed(&search, &batch.org, stored);
     }
     Ok(accepted(count, batch.rejected))
 }

@@ -70,6 +70,9 @@ pub struct ErrorEvent {
     /// Only when `WEB_INGEST_SCRUB_IP=false`.
     #[serde(default)]
     pub client_ip: Option<String>,
+    /// The error group (`grp_…`), assigned in the transaction that stores the event.
+    #[serde(default)]
+    pub group_id: Option<String>,
 }
 
 impl Record for ErrorEvent {
@@ -108,6 +111,14 @@ pub fn parse_event(
     {
         return Err("frames must be an array of objects".into());
     }
+    // Frames are derived from the stack when the client sent none (CONTRACT section 3).
+    let stack = fields.text("stack")?;
+    let frames = match (frames, &stack) {
+        (None, Some(stack)) => Some(crate::errors::stack::parse(stack))
+            .filter(|parsed| !parsed.is_empty())
+            .map(|parsed| parsed.iter().map(|frame| frame.to_json()).collect()),
+        (frames, _) => frames,
+    };
     let fingerprint = fields.array("fingerprint")?;
     if fingerprint
         .as_ref()
@@ -121,7 +132,7 @@ pub fn parse_event(
         level,
         message: fields.required_text("message")?,
         name: fields.text("name")?,
-        stack: fields.text("stack")?,
+        stack,
         frames,
         url: fields.required_text("url")?,
         release: fields.name("release")?,
@@ -135,11 +146,13 @@ pub fn parse_event(
         tags: fields.object("tags")?.unwrap_or_default(),
         fingerprint,
         client_ip: client_ip.map(str::to_string),
+        group_id: None,
     })
 }
 
-/// Stores the events not stored before and updates the services registry; returns the ones
-/// it stored. May run more than once (the group-commit writer retries batches).
+/// Stores the events not stored before, assigns each to its error group (same transaction)
+/// and updates the services registry; returns the ones it stored, with their `group_id`. May
+/// run more than once (the group-commit writer retries batches).
 pub fn store_events(
     txn: &WriteTransaction,
     org: &OrgId,
@@ -147,6 +160,7 @@ pub fn store_events(
 ) -> Result<Vec<ErrorEvent>, StoreError> {
     let mut stored = Vec::with_capacity(events.len());
     let mut activity = Vec::new();
+    let mut grouping = crate::errors::db::Grouping::new(org);
     for event in events {
         if let Some(client_id) = &event.event_id {
             let index_key = tables::composite_key(org.as_str(), client_id);
@@ -155,8 +169,10 @@ pub fn store_events(
             }
             EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
         }
+        let mut event = event.clone();
+        event.group_id = Some(grouping.assign(txn, &event)?.to_string());
         let key = event.key(org);
-        EVENTS.insert(txn, &key, event)?;
+        EVENTS.insert(txn, &key, &event)?;
         if let Some(session) = &event.session_id {
             let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
             SESSION_EVENTS.insert(txn, &session_key, "")?;
@@ -170,17 +186,20 @@ pub fn store_events(
                 errors: u64::from(event.level == "error"),
             });
         }
-        stored.push(event.clone());
+        stored.push(event);
     }
+    grouping.finish(txn)?;
     services::record_activity(txn, org, &activity)?;
     Ok(stored)
 }
 
 /// Called once the events of one request are durable: the hook for work that must not run
-/// inside the write transaction (indexing for search, alerting on spikes).
-pub fn events_committed(org: &OrgId, events: &[ErrorEvent]) {
+/// inside the write transaction. Hands them to the search index writer (which never blocks
+/// the request).
+pub fn events_committed(search: &crate::search::Search, org: &OrgId, events: Vec<ErrorEvent>) {
     metrics::counter!("lookout_ingest_events_stored_total").increment(events.len() as u64);
     tracing::debug!(org = %org, stored = events.len(), "error events committed");
+    search.submit(org.as_str(), events);
 }
 
 /// Removes an event and its index rows (retention). `false` when it was already gone.
@@ -197,6 +216,9 @@ pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreErro
     }
     if let Some(session) = &event.session_id {
         SESSION_EVENTS.remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
+    }
+    if let Some(group) = &event.group_id {
+        crate::errors::db::forget_event(txn, org, group, event.id.as_str())?;
     }
     db::remove_age(txn, Kind::Event, event.age(), key)?;
     EVENTS.remove(txn, key)

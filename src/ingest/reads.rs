@@ -16,7 +16,7 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::errors::{EVENTS, ErrorEvent, EventId, SESSION_EVENTS};
+use super::errors::{EVENTS, EventId, SESSION_EVENTS};
 use super::fields::time_key;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
@@ -28,6 +28,8 @@ use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ErrorCode};
+use crate::search::query::SearchRequest;
+use crate::search::{Search, SearchError};
 use crate::store::codec::decode;
 use crate::store::{Scan, StoreError, tables};
 
@@ -42,6 +44,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Search: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_errors))
@@ -111,40 +114,154 @@ fn keys_backwards<V: redb::Value + 'static>(
     Ok(())
 }
 
-/// Stored browser errors and warnings, newest first (the minimal list; search replaces it).
+/// Stored browser errors and warnings, newest first. With `q`, `from` or `to` the search
+/// index answers (newest event time first); `group` lists one error group's events. Frames
+/// are resolved on read through source maps uploaded after the event arrived.
 #[utoipa::path(get, path = "/api/v1/errors", tag = "ingest",
-    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    params(("q" = Option<String>, Query, description = "tantivy query language over message, name, stack, url, release, service, environment, level, tag.KEY"),
+        ("from" = Option<String>, Query, description = "event time at or after (RFC 3339 or epoch ms)"),
+        ("to" = Option<String>, Query, description = "event time before"),
+        ("group" = Option<String>, Query, description = "grp_…: only this error group's events"),
+        ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = ErrorEventList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn list_errors(
     State(auth): State<Auth>,
+    State(search): State<Search>,
     Viewer(caller): Viewer,
     page: PageRequest,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<ErrorEventList>, ApiError> {
+    let filters = filters(query.as_deref(), &["group", "q", "from", "to"])?;
+    if ["q", "from", "to"]
+        .iter()
+        .any(|name| filters.contains_key(*name))
+    {
+        return search_errors(auth, search, caller.org_id, page, filters).await;
+    }
     let cursor = match &page.cursor {
         Some(text) => Some(EventId::parse(text).map_err(|_| PageRequest::bad_cursor())?),
         None => None,
     };
+    let group = filters.get("group").cloned();
+    if group
+        .as_deref()
+        .is_some_and(|g| g.contains('/') || g.is_empty())
+    {
+        return Err(parameter("group: expected an error group id"));
+    }
     let org = caller.org_id;
     let limit = page.limit;
     let items = read(&auth, move |txn| {
-        let start = tables::owner_prefix(org.as_str());
-        // `0` follows `/`, so `{org}0` is past every key of the organisation.
-        let end = match &cursor {
-            Some(id) => tables::composite_key(org.as_str(), id.as_str()),
-            None => format!("{}0", org.as_str()),
+        // Events in key order of either the event table or the group's event index; both end
+        // in the event id, so the cursor is the last event id in both cases.
+        let owner = match &group {
+            Some(group) => format!("{}/{group}", org.as_str()),
+            None => org.as_str().to_string(),
         };
-        let mut events = Vec::new();
-        keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |_, bytes| {
-            events.push(decode::<ErrorEvent>(bytes)?);
-            Ok(())
-        })?;
+        let start = tables::owner_prefix(&owner);
+        // `0` follows `/`, so `{owner}0` is past every key of the owner.
+        let end = match &cursor {
+            Some(id) => tables::composite_key(&owner, id.as_str()),
+            None => format!("{owner}0"),
+        };
+        let mut ids = Vec::new();
+        let mut collect = |key: &str| {
+            ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
+        };
+        match group {
+            Some(_) => {
+                let index = crate::errors::db::GROUP_EVENTS.definition();
+                keys_backwards(txn, index, &start, &end, limit, |key, _| {
+                    collect(key);
+                    Ok(())
+                })?
+            }
+            None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
+                collect(key);
+                Ok(())
+            })?,
+        }
+        let mut events = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))?
+            else {
+                continue;
+            };
+            if let Some(frames) = event.frames.as_mut() {
+                crate::errors::resolve::resolve_frames(
+                    txn,
+                    &org,
+                    event.release.as_deref(),
+                    frames,
+                )?;
+            }
+            events.push(event);
+        }
         Ok(events)
     })
     .await?;
     let next_cursor = (items.len() == limit)
         .then(|| items.last().map(|event| event.id.to_string()))
         .flatten();
+    let items = items.into_iter().map(ErrorEventView::from).collect();
+    Ok(Json(ErrorEventList { items, next_cursor }))
+}
+
+/// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
+async fn search_errors(
+    auth: Auth,
+    search: Search,
+    org: OrgId,
+    page: PageRequest,
+    filters: HashMap<String, String>,
+) -> Result<Json<ErrorEventList>, ApiError> {
+    let offset = match &page.cursor {
+        Some(cursor) => cursor
+            .strip_prefix('o')
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(PageRequest::bad_cursor)?,
+        None => 0,
+    };
+    let request = SearchRequest {
+        org: org.to_string(),
+        q: filters.get("q").cloned(),
+        from: time_filter(&filters, "from")?.map(|at| at.0),
+        to: time_filter(&filters, "to")?.map(|at| at.0),
+        group: filters.get("group").cloned(),
+        limit: page.limit,
+        offset,
+    };
+    let ids = tokio::task::spawn_blocking(move || search.query(&request))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|error| match error {
+            SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
+            other => ApiError::internal(other),
+        })?;
+    let found = ids.len();
+    let items = read(&auth, move |txn| {
+        let mut events = Vec::with_capacity(ids.len());
+        for id in ids {
+            // An event deleted by retention may still be in the index until it is rebuilt.
+            let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))?
+            else {
+                continue;
+            };
+            if let Some(frames) = event.frames.as_mut() {
+                crate::errors::resolve::resolve_frames(
+                    txn,
+                    &org,
+                    event.release.as_deref(),
+                    frames,
+                )?;
+            }
+            events.push(event);
+        }
+        Ok(events)
+    })
+    .await?;
+    let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
     let items = items.into_iter().map(ErrorEventView::from).collect();
     Ok(Json(ErrorEventList { items, next_cursor }))
 }

@@ -272,6 +272,17 @@ pub fn put(
     SOURCEMAPS.insert(txn, &key, record)
 }
 
+/// The record of the map uploaded for `release` and `file`, without reading the map: enough to
+/// tell whether a cached, decoded map (keyed by the record's id) is still the current one.
+pub fn find_record(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    release: &str,
+    file: &str,
+) -> Result<Option<SourceMap>, StoreError> {
+    SOURCEMAPS.get(txn, &map_key(org, release, file))
+}
+
 /// The map uploaded for `release` and `file` (exactly as uploaded, after scrubbing), with its
 /// text: what resolving frames reads.
 pub fn find(

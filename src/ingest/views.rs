@@ -33,6 +33,8 @@ pub struct ErrorEventView {
     pub tags: Map<String, Value>,
     #[schema(value_type = Option<Vec<String>>)]
     pub fingerprint: Option<Vec<Value>>,
+    /// The error group (`grp_…`).
+    pub group_id: Option<String>,
 }
 
 impl From<ErrorEvent> for ErrorEventView {
@@ -56,6 +58,7 @@ impl From<ErrorEvent> for ErrorEventView {
             received_at: event.received_at.to_rfc3339(),
             tags: event.tags,
             fingerprint: event.fingerprint,
+            group_id: event.group_id,
         }
     }
 }

@@ -125,6 +125,11 @@ pub const ALL: &[TableSpec] = &[
     bytes(AGENTS),
     text(AGENT_IDENTITIES),
     bytes(SHELL_TICKETS),
+    bytes(ERROR_GROUPS),
+    text(GROUP_FINGERPRINTS),
+    text(GROUP_LAST_SEEN),
+    text(GROUP_USERS),
+    text(GROUP_EVENTS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -191,6 +196,19 @@ pub const AGENTS: &str = "orgid_agentid_agent";
 pub const AGENT_IDENTITIES: &str = "tokenid_hostname_agentid";
 /// Hex SHA-256 of a shell ticket -> ticket (user, org, agent, expiry); removed when used.
 pub const SHELL_TICKETS: &str = "ticketdigest_ticket";
+
+// Error groups (schema 8).
+
+/// `{org_id}/{group_id}` -> error group (counts, releases, hourly histogram, status).
+pub const ERROR_GROUPS: &str = "orgid_groupid_group";
+/// `{org_id}/{fingerprint}` -> group id: one group per fingerprint.
+pub const GROUP_FINGERPRINTS: &str = "orgid_fingerprint_groupid";
+/// `{org_id}/{last_seen ms, 20 digits}/{group_id}` -> group id: groups by latest event.
+pub const GROUP_LAST_SEEN: &str = "orgid_lastseen_groupid";
+/// `{org_id}/{group_id}/{SHA-256 of the user id, 32 hex}` -> "": the users of a group.
+pub const GROUP_USERS: &str = "orgid_groupid_userdigest";
+/// `{org_id}/{group_id}/{event_id}` -> "": the stored events of a group.
+pub const GROUP_EVENTS: &str = "orgid_groupid_eventid";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -16,6 +16,8 @@ mod backup_data;
 mod cli;
 mod config_errors;
 mod durability;
+mod errors_groups;
+mod errors_search;
 mod fixtures;
 mod harness;
 mod http_basics;

@@ -1,0 +1,190 @@
+//! Error groups in redb: the group records, the fingerprint → group index, the last-seen
+//! order, the users and the events of each group; and `Grouping`, which assigns the events of
+//! one write transaction to their groups.
+//!
+//! Invariants: everything here is written inside the transaction that stores the events, so
+//! an event and its group's counts commit together or not at all (the group-commit writer may
+//! run the closure twice; each run starts from what is committed). A fingerprint maps to
+//! exactly one group per organisation. Each group has exactly one `GROUP_LAST_SEEN` row,
+//! moved whenever `last_seen` changes.
+
+use std::collections::HashMap;
+
+use redb::WriteTransaction;
+use sha2::{Digest, Sha256};
+
+use super::fingerprint::{self, Fingerprint, Inputs};
+use super::model::{ErrorGroup, GroupId};
+use crate::accounts::model::OrgId;
+use crate::ingest::errors::ErrorEvent;
+use crate::ingest::fields::time_key;
+use crate::store::{IndexTable, ReadTxn, RecordTable, StoreError, tables};
+
+pub const GROUPS: RecordTable<ErrorGroup> = RecordTable::new(tables::ERROR_GROUPS);
+pub const GROUP_FINGERPRINTS: IndexTable = IndexTable::new(tables::GROUP_FINGERPRINTS);
+pub const GROUP_LAST_SEEN: IndexTable = IndexTable::new(tables::GROUP_LAST_SEEN);
+pub const GROUP_USERS: IndexTable = IndexTable::new(tables::GROUP_USERS);
+pub const GROUP_EVENTS: IndexTable = IndexTable::new(tables::GROUP_EVENTS);
+
+pub fn group_key(org: &OrgId, id: &GroupId) -> String {
+    tables::composite_key(org.as_str(), id.as_str())
+}
+
+pub fn last_seen_key(org: &OrgId, group: &ErrorGroup) -> String {
+    format!(
+        "{}/{}/{}",
+        org.as_str(),
+        time_key(group.last_seen),
+        group.id.as_str()
+    )
+}
+
+pub fn group_event_key(org: &str, group: &str, event: &str) -> String {
+    format!("{org}/{group}/{event}")
+}
+
+pub fn get_group(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &GroupId,
+) -> Result<Option<ErrorGroup>, StoreError> {
+    GROUPS.get(txn, &group_key(org, id))
+}
+
+/// Stores a group changed through the API (its last-seen row does not move).
+pub fn put_group(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    group: &ErrorGroup,
+) -> Result<(), StoreError> {
+    GROUPS.insert(txn, &group_key(org, &group.id), group)
+}
+
+/// The fingerprint of an event, from the fields it was stored with.
+pub fn fingerprint_of(event: &ErrorEvent) -> Fingerprint {
+    fingerprint::fingerprint(&Inputs {
+        client: event.fingerprint.as_deref(),
+        name: event.name.as_deref(),
+        frames: event.frames.as_deref().unwrap_or_default(),
+        message: &event.message,
+    })
+}
+
+/// `function (file)` of the innermost in-app frame.
+fn culprit_of(event: &ErrorEvent) -> Option<String> {
+    let frame = event
+        .frames
+        .as_deref()?
+        .iter()
+        .find(|frame| fingerprint::is_in_app(frame))?;
+    let file = frame["file"].as_str().map(fingerprint::normalise_file)?;
+    Some(match frame["function"].as_str() {
+        Some(function) => format!("{function} ({file})"),
+        None => file,
+    })
+}
+
+/// Groups touched by one batch, written back once each by `finish`.
+pub struct Grouping<'a> {
+    org: &'a OrgId,
+    /// Fingerprint -> (group as changed, `last_seen` row it had when loaded).
+    touched: HashMap<String, (ErrorGroup, Option<String>)>,
+}
+
+impl<'a> Grouping<'a> {
+    pub fn new(org: &'a OrgId) -> Self {
+        Grouping {
+            org,
+            touched: HashMap::new(),
+        }
+    }
+
+    /// Finds or opens the group of `event`, counts the event in it and records the event and
+    /// its user under the group. Returns the group id for the event to carry.
+    pub fn assign(
+        &mut self,
+        txn: &WriteTransaction,
+        event: &ErrorEvent,
+    ) -> Result<GroupId, StoreError> {
+        let org = self.org;
+        let found = fingerprint_of(event);
+        if !self.touched.contains_key(&found.hash) {
+            let index_key = tables::composite_key(org.as_str(), &found.hash);
+            let loaded = match GROUP_FINGERPRINTS.get(txn, &index_key)? {
+                Some(id) => {
+                    let id = GroupId::parse(&id).map_err(|error| corrupt(&error.to_string()))?;
+                    let group = get_group(txn, org, &id)?
+                        .ok_or_else(|| corrupt("fingerprint names a missing group"))?;
+                    let row = last_seen_key(org, &group);
+                    (group, Some(row))
+                }
+                None => {
+                    let group = ErrorGroup::open(
+                        event,
+                        found.hash.clone(),
+                        found.basis.as_str(),
+                        culprit_of(event),
+                    );
+                    GROUP_FINGERPRINTS.insert(txn, &index_key, group.id.as_str())?;
+                    (group, None)
+                }
+            };
+            self.touched.insert(found.hash.clone(), loaded);
+        }
+        let Some((group, _)) = self.touched.get_mut(&found.hash) else {
+            return Err(corrupt("a group vanished from the batch"));
+        };
+        let new_user = match &event.user_id {
+            Some(user) => {
+                let digest = hex::encode(&Sha256::digest(user.as_bytes())[..16]);
+                let key = group_event_key(org.as_str(), group.id.as_str(), &digest);
+                let new = GROUP_USERS.get(txn, &key)?.is_none();
+                if new {
+                    GROUP_USERS.insert(txn, &key, "")?;
+                }
+                new
+            }
+            None => false,
+        };
+        group.fold(event, new_user);
+        let event_key = group_event_key(org.as_str(), group.id.as_str(), event.id.as_str());
+        GROUP_EVENTS.insert(txn, &event_key, "")?;
+        Ok(group.id.clone())
+    }
+
+    /// Writes every touched group and moves its last-seen row; returns the groups.
+    pub fn finish(self, txn: &WriteTransaction) -> Result<Vec<ErrorGroup>, StoreError> {
+        let mut groups = Vec::with_capacity(self.touched.len());
+        for (_, (group, old_row)) in self.touched {
+            let row = last_seen_key(self.org, &group);
+            if let Some(old_row) = old_row
+                && old_row != row
+            {
+                GROUP_LAST_SEEN.remove(txn, &old_row)?;
+            }
+            GROUP_LAST_SEEN.insert(txn, &row, group.id.as_str())?;
+            put_group(txn, self.org, &group)?;
+            groups.push(group);
+        }
+        Ok(groups)
+    }
+}
+
+/// Removes an event from its group's event list (retention); the group's counts stay: they
+/// describe everything the group ever saw.
+pub fn forget_event(
+    txn: &WriteTransaction,
+    org: &str,
+    group: &str,
+    event: &str,
+) -> Result<(), StoreError> {
+    GROUP_EVENTS.remove(txn, &group_event_key(org, group, event))?;
+    Ok(())
+}
+
+fn corrupt(detail: &str) -> StoreError {
+    StoreError::Corrupt {
+        what: "error group",
+        detail: detail.to_string(),
+    }
+}

@@ -1,0 +1,250 @@
+//! Source map resolution: each frame of an event with a `release` is looked up in the map
+//! uploaded for that release and the frame's file, and gains
+//! `"resolved":{"file","line","column","function","context"?}`. Runs at ingest (before the
+//! write) and again on read for events that arrived before their map.
+//!
+//! Invariants: resolution never fails an event — a missing, broken or non-matching map leaves
+//! the frame as it was; it runs on blocking threads only (decoding a map is CPU work). A map is
+//! found by the frame's file exactly, then by its path without origin and query (uploads name
+//! either). Decoded maps are cached by map id, so a replaced map (new id) is never served
+//! stale; the cache holds at most `CACHED_MAPS` maps.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use redb::ReadTransaction;
+use serde_json::{Map, Value, json};
+use sourcemap::DecodedMap;
+
+use crate::accounts::model::OrgId;
+use crate::ingest::sourcemaps;
+use crate::store::StoreError;
+
+/// Decoded maps kept in memory; a typical release has a handful of bundles.
+const CACHED_MAPS: usize = 64;
+/// Lines of original source shown around a resolved line, each cut to `CONTEXT_LINE_CHARS`.
+const CONTEXT_LINES: usize = 3;
+const CONTEXT_LINE_CHARS: usize = 240;
+/// Lines above a resolved position searched for the enclosing function's name.
+const FUNCTION_SEARCH_LINES: usize = 60;
+
+type Cache = Mutex<HashMap<String, Arc<DecodedMap>>>;
+
+/// Process-wide: decoded maps are immutable and keyed by their unique id.
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Resolves every frame that can be; `true` when at least one frame gained `resolved`.
+pub fn resolve_frames(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    release: Option<&str>,
+    frames: &mut [Value],
+) -> Result<bool, StoreError> {
+    let Some(release) = release else {
+        return Ok(false);
+    };
+    let mut changed = false;
+    for frame in frames.iter_mut() {
+        if frame.get("resolved").is_some() {
+            continue;
+        }
+        let (Some(file), Some(line), Some(column)) = (
+            frame["file"].as_str(),
+            frame["line"].as_u64(),
+            frame["column"].as_u64(),
+        ) else {
+            continue;
+        };
+        let Some(map) = map_for(txn, org, release, file)? else {
+            continue;
+        };
+        if let Some(resolved) = resolve_position(&map, line, column)
+            && let Some(object) = frame.as_object_mut()
+        {
+            object.insert("resolved".into(), resolved);
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// The decoded map of `release` for `file`, by exact name, then by path.
+fn map_for(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    release: &str,
+    file: &str,
+) -> Result<Option<Arc<DecodedMap>>, StoreError> {
+    for candidate in candidates(file) {
+        let Some(record) = sourcemaps::find_record(txn, org, release, &candidate)? else {
+            continue;
+        };
+        let id = record.id.to_string();
+        if let Some(map) = lock().get(&id) {
+            return Ok(Some(map.clone()));
+        }
+        let Some((_, text)) = sourcemaps::find(txn, org, release, &candidate)? else {
+            continue;
+        };
+        // A map that does not decode was accepted by the upload's shallow check only;
+        // frames simply stay unresolved.
+        let Ok(decoded) = sourcemap::decode_slice(text.as_bytes()) else {
+            tracing::debug!(map = %id, "source map does not decode");
+            return Ok(None);
+        };
+        let decoded = Arc::new(decoded);
+        let mut cached = lock();
+        if cached.len() >= CACHED_MAPS {
+            cached.clear();
+        }
+        cached.insert(id, decoded.clone());
+        return Ok(Some(decoded));
+    }
+    Ok(None)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, HashMap<String, Arc<DecodedMap>>> {
+    // A panic while holding the lock cannot leave a half-written map: entries are inserted whole.
+    cache()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The names an upload may have used for `file`: as is, without query, and its path.
+fn candidates(file: &str) -> Vec<String> {
+    let mut names = vec![file.to_string()];
+    let without_query = file.split(['?', '#']).next().unwrap_or(file);
+    names.push(without_query.to_string());
+    if let Some((_, rest)) = without_query.split_once("://")
+        && let Some(slash) = rest.find('/')
+    {
+        names.push(rest[slash..].to_string());
+        names.push(format!("~{}", &rest[slash..]));
+    }
+    names.dedup();
+    names
+}
+
+/// The original position of 1-based `line` and `column`.
+pub fn resolve_position(map: &DecodedMap, line: u64, column: u64) -> Option<Value> {
+    let line = u32::try_from(line.checked_sub(1)?).ok()?;
+    let column = u32::try_from(column.saturating_sub(1)).ok()?;
+    let token = map.lookup_token(line, column)?;
+    // The lookup falls back to the last mapping of an earlier line; a position on a line with
+    // no mapping of its own has no original.
+    if token.get_dst_line() != line {
+        return None;
+    }
+    let file = token.get_source()?;
+    let source_line = token.get_src_line();
+    let view = token.get_source_view();
+    let function = view
+        .and_then(|view| enclosing_function(view, source_line))
+        .or_else(|| token.get_name().map(str::to_string));
+    let mut resolved = Map::new();
+    resolved.insert("file".into(), json!(file));
+    resolved.insert("line".into(), json!(source_line + 1));
+    resolved.insert("column".into(), json!(token.get_src_col() + 1));
+    resolved.insert("function".into(), json!(function));
+    if let Some(view) = view {
+        resolved.insert("context".into(), context(view, source_line));
+    }
+    Some(Value::Object(resolved))
+}
+
+fn cut(line: &str) -> String {
+    line.chars().take(CONTEXT_LINE_CHARS).collect()
+}
+
+/// `{"pre":[…],"line":"…","post":[…]}` around the 0-based `line`.
+fn context(view: &sourcemap::SourceView, line: u32) -> Value {
+    let get = |index: u32| view.get_line(index).map(cut);
+    let first = line.saturating_sub(CONTEXT_LINES as u32);
+    let pre: Vec<String> = (first..line).filter_map(get).collect();
+    let post: Vec<String> = (line + 1..=line + CONTEXT_LINES as u32)
+        .filter_map(get)
+        .collect();
+    json!({"pre": pre, "line": get(line), "post": post})
+}
+
+/// The name of the function whose definition most closely precedes the 0-based `line`:
+/// `function name(`, `name(…) {` methods, `name = (…) =>` / `name = function`.
+fn enclosing_function(view: &sourcemap::SourceView, line: u32) -> Option<String> {
+    static PATTERN: OnceLock<regex::Regex> = OnceLock::new();
+    let pattern = PATTERN.get_or_init(|| {
+        regex::Regex::new(
+            r"(?x)
+            function\*?\s+([A-Za-z_$][\w$]*)\s*\(
+            | ([A-Za-z_$][\w$]*)\s*[:=]\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)
+            | ^\s*(?:async\s+|static\s+|get\s+|set\s+)*([A-Za-z_$][\w$]*)\s*\([^()]*\)\s*\{",
+        )
+        .expect("the function pattern is valid")
+    });
+    let first = line.saturating_sub(FUNCTION_SEARCH_LINES as u32);
+    (first..=line).rev().find_map(|index| {
+        let text = view.get_line(index)?;
+        let found = pattern.captures_iter(text).last()?;
+        let name = found.get(1).or(found.get(2)).or(found.get(3))?.as_str();
+        (!["if", "for", "while", "switch", "catch", "return"].contains(&name))
+            .then(|| name.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The esbuild fixture (tests/fixtures/sourcemaps/build.sh) and the V8 stack of its bundle.
+    const MAP: &str = include_str!("../../tests/fixtures/sourcemaps/app.min.js.map");
+    const STACK: &str = include_str!("../../tests/fixtures/sourcemaps/stack.txt");
+
+    #[test]
+    fn bundler_positions_resolve_to_source_function_and_context() {
+        let map = sourcemap::decode_slice(MAP.as_bytes()).unwrap();
+        let frames = crate::errors::stack::parse(STACK);
+        let top = &frames[0];
+        let resolved = resolve_position(&map, top.line.unwrap().into(), top.column.unwrap().into())
+            .expect("the top frame resolves");
+        assert_eq!(resolved["file"], "src/cart.js");
+        assert_eq!(resolved["line"], 5);
+        assert_eq!(resolved["function"], "total");
+        assert!(
+            resolved["context"]["line"]
+                .as_str()
+                .unwrap()
+                .contains("item.price.amount")
+        );
+        assert_eq!(resolved["context"]["pre"].as_array().unwrap().len(), 3);
+        let caller = &frames[1];
+        let resolved = resolve_position(
+            &map,
+            caller.line.unwrap().into(),
+            caller.column.unwrap().into(),
+        )
+        .unwrap();
+        assert_eq!(
+            (resolved["line"].as_u64(), resolved["function"].as_str()),
+            (Some(11), Some("checkout"))
+        );
+        // Outside the mapped text nothing resolves, and line 0 is not a position.
+        assert_eq!(resolve_position(&map, 40, 1), None);
+        assert_eq!(resolve_position(&map, 0, 1), None);
+    }
+
+    #[test]
+    fn uploads_are_found_by_url_path_or_tilde_path() {
+        assert_eq!(
+            candidates("https://shop.example.com/assets/app.min.js?v=3"),
+            [
+                "https://shop.example.com/assets/app.min.js?v=3",
+                "https://shop.example.com/assets/app.min.js",
+                "/assets/app.min.js",
+                "~/assets/app.min.js"
+            ]
+        );
+        assert_eq!(candidates("app.js"), ["app.js"]);
+    }
+}

@@ -1,0 +1,196 @@
+//! Full-text search over error events (CONTRACT section 3): a tantivy index in
+//! `<data dir>/search`, derived from redb and rebuildable from it at any time.
+//!
+//! `Search` is the handle: `submit` hands committed events to the one writer thread
+//! (`writer.rs`), `query` runs a search (`query.rs`) on the caller's (blocking) thread, and
+//! `close` commits what is pending and stops the writer. The index is opened with
+//! `ReloadPolicy::Manual`; the writer reloads the reader after each commit.
+//!
+//! Invariants: ingest never waits for indexing and never fails because of it; a missing or
+//! unreadable index is rebuilt from redb on start (after a restore, for one); `lookout
+//! reindex` rebuilds it on demand (`rebuild`).
+
+pub mod query;
+pub mod schema;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tantivy::directory::MmapDirectory;
+use tantivy::{Index, IndexReader, ReloadPolicy};
+
+use crate::ingest::errors::ErrorEvent;
+use crate::store::{Store, StoreError};
+use schema::Fields;
+use writer::{Message, Writer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("search index: {0}")]
+    Index(#[from] tantivy::TantivyError),
+    #[error("search index directory {path}: {source}")]
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The `q` parameter is not a valid query (the detail says where).
+    #[error("q: {0}")]
+    InvalidQuery(String),
+}
+
+/// The search handle shared by the ingest route, the read API and the server.
+#[derive(Clone)]
+pub struct Search {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    /// The writer's inbox; `None` once closed (dropping it ends the writer loop).
+    sender: Mutex<Option<Sender<Message>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The index directory of a data dir.
+pub fn index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("search")
+}
+
+/// Opens the index at `dir`, creating it when absent or unreadable (after a warning).
+fn open_index(dir: &Path) -> Result<Index, SearchError> {
+    let (schema, _) = schema::schema();
+    let directory_error = |source| SearchError::Directory {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(directory_error)?;
+    let open = || -> Result<Index, SearchError> {
+        let directory = MmapDirectory::open(dir).map_err(|error| {
+            SearchError::Index(tantivy::TantivyError::SystemError(error.to_string()))
+        })?;
+        let index = Index::open_or_create(directory, schema.clone())?;
+        Ok(index)
+    };
+    match open() {
+        Ok(index) => Ok(index),
+        Err(error) => {
+            // Derived data: start over from redb rather than refuse to serve.
+            tracing::warn!(%error, path = %dir.display(), "search index unreadable: rebuilding it");
+            std::fs::remove_dir_all(dir).map_err(directory_error)?;
+            std::fs::create_dir_all(dir).map_err(directory_error)?;
+            open()
+        }
+    }
+}
+
+impl Search {
+    /// Opens (or creates) the index at `dir`, catches up with redb, and starts the writer
+    /// thread. Blocking: call it from a blocking thread.
+    pub fn start(dir: &Path, store: &Store) -> Result<Search, SearchError> {
+        let index = open_index(dir)?;
+        let (_, fields) = schema::schema();
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let mut writer = Writer::new(index.clone(), reader.clone(), fields.clone())?;
+        let caught_up = writer.catch_up(store, |_| {})?;
+        if caught_up > 0 {
+            tracing::info!(events = caught_up, "search index caught up with the store");
+        }
+        let (sender, receiver) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("search-writer".into())
+            .spawn(move || writer.run(receiver))
+            .map_err(|source| SearchError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(Search {
+            inner: Arc::new(Inner {
+                index,
+                reader,
+                fields,
+                sender: Mutex::new(Some(sender)),
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Hands durable events to the writer; never blocks on indexing.
+    pub fn submit(&self, org: &str, events: Vec<ErrorEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let message = Message::Events {
+            org: org.to_string(),
+            events,
+        };
+        if let Some(sender) = self.lock_sender().as_ref()
+            && sender.send(message).is_err()
+        {
+            tracing::error!("search writer stopped: events not indexed until restart");
+        }
+    }
+
+    /// Commits what is pending and waits for it (blocking).
+    pub fn flush(&self) {
+        let (done, wait) = mpsc::channel();
+        let sent = self
+            .lock_sender()
+            .as_ref()
+            .is_some_and(|sender| sender.send(Message::Flush(done)).is_ok());
+        if sent {
+            let _ = wait.recv();
+        }
+    }
+
+    /// Commits what is pending and stops the writer thread (blocking).
+    pub fn close(&self) {
+        drop(self.lock_sender().take());
+        let thread = self
+            .inner
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            tracing::error!("search writer panicked");
+        }
+    }
+
+    fn lock_sender(&self) -> std::sync::MutexGuard<'_, Option<Sender<Message>>> {
+        self.inner
+            .sender
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Deletes the index at `dir` and builds it again from every stored event; `progress` gets
+/// the count indexed so far. The server must not be running on this data dir.
+pub fn rebuild(dir: &Path, store: &Store, progress: impl FnMut(u64)) -> Result<u64, SearchError> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|source| SearchError::Directory {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let index = open_index(dir)?;
+    let (_, fields) = schema::schema();
+    let reader = index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()?;
+    let mut writer = Writer::new(index, reader, fields)?;
+    Ok(writer.catch_up(store, progress)?)
+}

@@ -1,0 +1,221 @@
+//! Error groups and source maps through the real binary: stacks parsed into frames, grouping
+//! (numbers and ids in messages do not split a group; a different stack does), counts, users,
+//! releases and the histogram, status changes and regression, and frames resolved through a
+//! map produced by esbuild, both at ingest and on read for events that came before their map.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::http_basics::send;
+use crate::ingest_support::{accepted, bearer, ingest_server, owner_key, post, read};
+
+const STACK_A: &str = "TypeError: Cannot read properties of undefined (reading 'id')\n    at loadUser (https://shop.example.com/assets/app.3f9a1c2b.js:1:200)\n    at async render (https://shop.example.com/assets/app.3f9a1c2b.js:1:90)";
+/// The same code in the next deployment: new host, hash and columns, same functions.
+const STACK_A_NEXT: &str = "TypeError: Cannot read properties of undefined (reading 'id')\n    at loadUser (https://cdn.example.net/assets/app.77aa00ff.js?v=2:1:210)\n    at async render (https://cdn.example.net/assets/app.77aa00ff.js?v=2:1:95)";
+const STACK_B: &str = "pay@https://shop.example.com/assets/app.3f9a1c2b.js:1:999\n@https://shop.example.com/assets/app.3f9a1c2b.js:1:10\n";
+
+fn error(message: &str, stack: &str, release: &str, user: &str) -> Value {
+    json!({"level": "error", "name": "TypeError", "message": message, "stack": stack,
+        "url": "https://shop.example.com/cart", "release": release, "user_id": user,
+        "service": "shop"})
+}
+
+fn groups(server: &crate::harness::TestServer, key: &str) -> Vec<Value> {
+    read(server, key, "/api/v1/error-groups")["items"]
+        .as_array()
+        .expect("items")
+        .clone()
+}
+
+#[test]
+fn events_group_by_stack_and_groups_count_regress_and_change_status() {
+    let server = ingest_server(&[]);
+    let key = owner_key(&server);
+    let batch = json!({"events": [
+        error("user 42 not found", STACK_A, "1.0", "u-1"),
+        error("user 7 not found", STACK_A_NEXT, "1.1", "u-2"),
+        error("user 9 not found", STACK_A, "1.1", "u-1"),
+        error("payment 0xdeadbeef failed", STACK_B, "1.1", "u-3"),
+    ]});
+    assert_eq!(
+        accepted(&post(&server, "/ingest/web-errors", &batch))["accepted"],
+        4
+    );
+
+    let listed = groups(&server, &key);
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let a = listed
+        .iter()
+        .find(|g| g["count"] == 3)
+        .expect("the stack A group");
+    assert_eq!(a["users"], 2);
+    assert_eq!(a["status"], "unresolved");
+    assert_eq!(a["fingerprint_basis"], "stack");
+    assert_eq!(a["culprit"], "loadUser (/assets/app.[hash].js)");
+    assert!(a["id"].as_str().unwrap().starts_with("grp_"));
+
+    let id = a["id"].as_str().unwrap();
+    let detail = read(&server, &key, &format!("/api/v1/error-groups/{id}"));
+    let releases: Vec<(&str, u64)> = detail["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["release"].as_str().unwrap(), r["count"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        releases.contains(&("1.0", 1)) && releases.contains(&("1.1", 2)),
+        "{releases:?}"
+    );
+    let hours: u64 = detail["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hours, 3);
+    // Frames were derived from the stack, innermost first, with the async frame marked.
+    let frames = &detail["latest_event"]["frames"];
+    assert_eq!(frames[0]["function"], "loadUser");
+    assert_eq!(frames[1]["async"], true);
+    assert_eq!(detail["latest_event"]["group_id"], id);
+    let events = read(&server, &key, &format!("/api/v1/errors?group={id}"));
+    assert_eq!(events["items"].as_array().unwrap().len(), 3);
+
+    // Resolve, then a new event reopens the group (regression); ignored stays ignored.
+    let patch = |status: &str| {
+        send(
+            bearer(
+                &server,
+                &key,
+                Method::PATCH,
+                &format!("/api/v1/error-groups/{id}"),
+            )
+            .json(&json!({"status": status})),
+        )
+    };
+    let resolved = patch("resolved");
+    assert_eq!(resolved.status, 200);
+    assert_eq!(resolved.json()["status"], "resolved");
+    patch("closed").problem(400, "invalid_payload");
+    let again = json!({"events": [error("user 1 not found", STACK_A, "1.2", "u-9")]});
+    accepted(&post(&server, "/ingest/web-errors", &again));
+    let detail = read(&server, &key, &format!("/api/v1/error-groups/{id}"));
+    assert_eq!(
+        (detail["status"].as_str(), detail["regressions"].as_u64()),
+        (Some("unresolved"), Some(1))
+    );
+    assert_eq!(
+        (detail["count"].as_u64(), detail["users"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(patch("ignored").status, 200);
+    accepted(&post(&server, "/ingest/web-errors", &again));
+    let listed = read(&server, &key, "/api/v1/error-groups?status=ignored");
+    assert_eq!(listed["items"][0]["id"], id);
+    assert_eq!(listed["items"][0]["count"], 5);
+    send(bearer(
+        &server,
+        &key,
+        Method::GET,
+        "/api/v1/error-groups/grp_nope",
+    ))
+    .problem(404, "not_found");
+}
+
+#[test]
+fn without_frames_the_masked_message_groups_and_a_client_fingerprint_wins() {
+    let server = ingest_server(&[]);
+    let key = owner_key(&server);
+    let plain =
+        |message: &str| json!({"level": "error", "message": message, "url": "https://a.test/"});
+    let mut custom = plain("anything 1");
+    custom["fingerprint"] = json!(["checkout-flow"]);
+    let mut custom_too = plain("something else entirely");
+    custom_too["fingerprint"] = json!(["checkout-flow"]);
+    let batch = json!({"events": [plain("order 6b1e9f0a-2d4c-4f11-9a0e-3c2b1d0e5f77 timed out after 30s"),
+        plain("order 0c2e9f0a-2d4c-4f11-9a0e-3c2b1d0e5f78 timed out after 31s"),
+        plain("cart 'abc' is empty"), plain("cart 'xyz' is empty"), custom, custom_too]});
+    accepted(&post(&server, "/ingest/web-errors", &batch));
+    let mut counts: Vec<(String, u64)> = groups(&server, &key)
+        .iter()
+        .map(|g| {
+            (
+                g["fingerprint_basis"].as_str().unwrap().to_string(),
+                g["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("client".into(), 2),
+            ("message".into(), 2),
+            ("message".into(), 2)
+        ]
+    );
+}
+
+const MAP: &str = include_str!("../fixtures/sourcemaps/app.min.js.map");
+const BUNDLE_STACK: &str = include_str!("../fixtures/sourcemaps/stack.txt");
+
+#[test]
+fn frames_resolve_through_an_esbuild_map_at_ingest_and_on_read() {
+    let server = ingest_server(&[]);
+    let key = owner_key(&server);
+    let event = |release: &str| {
+        json!({"level": "error", "message": "Cannot read properties of undefined (reading 'amount')",
+            "name": "TypeError", "stack": BUNDLE_STACK, "url": "https://shop.example.com/",
+            "release": release})
+    };
+    // Before its map: stored unresolved.
+    accepted(&post(
+        &server,
+        "/ingest/web-errors",
+        &json!({"events": [event("2.0")]}),
+    ));
+    let before = read(&server, &key, "/api/v1/errors");
+    assert!(before["items"][0]["frames"][0].get("resolved").is_none());
+
+    // The map is uploaded by path; the event read again is resolved on read.
+    let upload = json!({"release": "2.0", "file": "/assets/app.min.js", "sourcemap": MAP});
+    assert_eq!(post(&server, "/ingest/sourcemaps", &upload).status, 201);
+    let after = read(&server, &key, "/api/v1/errors");
+    let resolved = &after["items"][0]["frames"][0]["resolved"];
+    assert_eq!(resolved["file"], "src/cart.js");
+    assert_eq!(resolved["line"], 5);
+    assert_eq!(resolved["function"], "total");
+    assert!(
+        resolved["context"]["line"]
+            .as_str()
+            .unwrap()
+            .contains("item.price.amount")
+    );
+    assert_eq!(
+        after["items"][0]["frames"][1]["resolved"]["function"],
+        "checkout"
+    );
+
+    // After its map: resolved at ingest; another release's map does not apply.
+    accepted(&post(
+        &server,
+        "/ingest/web-errors",
+        &json!({"events": [event("2.0"), event("3.0")]}),
+    ));
+    let items = read(&server, &key, "/api/v1/errors")["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let by_release = |release: &str| {
+        items
+            .iter()
+            .find(|e| e["release"] == release)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_release("2.0")["frames"][0]["resolved"]["line"], 5);
+    assert!(by_release("3.0")["frames"][0].get("resolved").is_none());
+    // Resolution never splits the group: all three events share it.
+    let group = by_release("3.0")["group_id"].clone();
+    assert!(items.iter().all(|e| e["group_id"] == group));
+}
