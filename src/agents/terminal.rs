@@ -64,6 +64,14 @@ async fn create_ticket(
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<Json<ShellTicketResponse>, ApiError> {
+    // A shell is opened by a person at a browser: the contract asks for a session, so an API
+    // key (a program) cannot mint tickets even with the admin role.
+    if caller.session().is_none() {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "shell tickets are minted from a signed-in session, not with an API key",
+        ));
+    }
     let agent = super::api::find_agent(&agents, &caller.org_id, &id).await?;
     let secret = crate::auth::random_token();
     let digest = hex::encode(crate::auth::token_digest(&secret));

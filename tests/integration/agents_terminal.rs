@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use futures_util::SinkExt;
+use reqwest::Method;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -12,7 +13,7 @@ use crate::agents_support::{
     audit_entries, online_agent, open_refused, open_websocket, read_close, read_until, runtime,
     server_with_owner, ticket, type_bytes,
 };
-use crate::auth_support::{add_user, sign_in};
+use crate::auth_support::{add_user, bearer, create_key, sign_in};
 use crate::harness::{text, wait_for};
 
 #[test]
@@ -150,4 +151,13 @@ fn no_shell_agents_refuse_terminals_and_viewers_cannot_mint_tickets() {
     let path = format!("/api/v1/agents/{agent_id}/shell/ticket");
     let refused = viewer.post(&server, &path, &json!({}));
     assert_eq!(refused.status, 403, "{}", text(&refused.body));
+
+    // Tickets come from a signed-in session: an admin's API key is refused.
+    let key = create_key(&server, &session, "automation");
+    let key = key["key"].as_str().expect("api key");
+    let by_key = bearer(&server, key, Method::POST, &path)
+        .json(&json!({}))
+        .send()
+        .unwrap();
+    assert_eq!(by_key.status(), 403, "an API key minted a shell ticket");
 }
