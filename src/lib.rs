@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod agents;
+pub mod alerting;
 pub mod auth;
 pub mod cli;
 pub mod clock;

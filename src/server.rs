@@ -139,6 +139,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::errors::api::routes())
         .merge(crate::notify::api::routes())
         .merge(crate::notify::api_deliveries::routes())
+        .merge(crate::alerting::routes())
         .merge(crate::agents::api::routes())
         .merge(crate::agents::connect::routes())
         .merge(crate::agents::terminal::routes())

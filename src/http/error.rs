@@ -81,6 +81,7 @@ error_codes! {
     IngestUnavailable => ("ingest_unavailable", SERVICE_UNAVAILABLE, "No organisation receives ingested data yet"),
     // Inbound events, agents and terminal (sections 4 and 6).
     InvalidInboundToken => ("invalid_inbound_token", UNAUTHORIZED, "Invalid inbound token"),
+    WrongTokenKind => ("wrong_token_kind", FORBIDDEN, "Inbound token of another kind"),
     InvalidTicket => ("invalid_ticket", UNAUTHORIZED, "Invalid shell ticket"),
     ForbiddenOrigin => ("forbidden_origin", FORBIDDEN, "Origin not allowed"),
     // Outbound webhooks (section 5).

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 8;
+pub const CURRENT_VERSION: u32 = 9;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -73,6 +73,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 8,
         description: "error group tables",
         apply: create_error_group_tables,
+    },
+    Migration {
+        version: 9,
+        description: "inbound token, deployment, build and incident tables",
+        apply: create_alerting_tables,
     },
 ];
 
@@ -285,6 +290,28 @@ fn create_error_group_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
         tables::GROUP_LAST_SEEN,
         tables::GROUP_USERS,
         tables::GROUP_EVENTS,
+    ];
+    for name in indexes {
+        txn.open_table(IndexTable::new(name).definition())?;
+    }
+    Ok(())
+}
+
+fn create_alerting_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let records = [
+        tables::INBOUND_TOKENS,
+        tables::DEPLOYMENTS,
+        tables::BUILDS,
+        tables::INCIDENTS,
+    ];
+    for name in records {
+        txn.open_table(record_table(name))?;
+    }
+    let indexes = [
+        tables::INBOUND_TOKEN_DIGESTS,
+        tables::DEPLOYMENT_EXTERNAL_IDS,
+        tables::DEPLOYMENT_TIMES,
+        tables::BUILD_NUMBERS,
     ];
     for name in indexes {
         txn.open_table(IndexTable::new(name).definition())?;

@@ -130,6 +130,14 @@ pub const ALL: &[TableSpec] = &[
     text(GROUP_LAST_SEEN),
     text(GROUP_USERS),
     text(GROUP_EVENTS),
+    bytes(INBOUND_TOKENS),
+    text(INBOUND_TOKEN_DIGESTS),
+    bytes(DEPLOYMENTS),
+    text(DEPLOYMENT_EXTERNAL_IDS),
+    text(DEPLOYMENT_TIMES),
+    bytes(BUILDS),
+    text(BUILD_NUMBERS),
+    bytes(INCIDENTS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -209,6 +217,26 @@ pub const GROUP_LAST_SEEN: &str = "orgid_lastseen_groupid";
 pub const GROUP_USERS: &str = "orgid_groupid_userdigest";
 /// `{org_id}/{group_id}/{event_id}` -> "": the stored events of a group.
 pub const GROUP_EVENTS: &str = "orgid_groupid_eventid";
+
+// Inbound events, deployments, builds and incidents (alerting).
+
+/// `{org_id}/{token_id}` -> inbound token (its secret only as a digest).
+pub const INBOUND_TOKENS: &str = "orgid_tokenid_inboundtoken";
+/// Hex SHA-256 of an inbound token -> `{org_id}/{token_id}`.
+pub const INBOUND_TOKEN_DIGESTS: &str = "inbounddigest_orgid_tokenid";
+/// `{org_id}/{deployment_id}` -> deployment.
+pub const DEPLOYMENTS: &str = "orgid_deploymentid_deployment";
+/// `{org_id}/{external id, escaped}` -> deployment id: the CI system's id upserts one deployment.
+pub const DEPLOYMENT_EXTERNAL_IDS: &str = "orgid_externalid_deploymentid";
+/// `{org_id}/{service}/{environment}/{started_at ms, 20 digits}/{deployment_id}` -> deployment
+/// id: deployments by service, environment and time (parts escaped).
+pub const DEPLOYMENT_TIMES: &str = "orgid_service_env_startedat_deploymentid";
+/// `{org_id}/{build_id}` -> Jenkins build.
+pub const BUILDS: &str = "orgid_buildid_build";
+/// `{org_id}/{job, escaped}/{number, 20 digits}` -> build id: one build per job and number.
+pub const BUILD_NUMBERS: &str = "orgid_job_number_buildid";
+/// `{org_id}/{incident_id}` -> incident with its timeline.
+pub const INCIDENTS: &str = "orgid_incidentid_incident";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -4,6 +4,10 @@
 mod agents_connect;
 mod agents_support;
 mod agents_terminal;
+mod alerting_deployments;
+mod alerting_inbound;
+mod alerting_incidents;
+mod alerting_support;
 mod auth_attacks;
 mod auth_keys;
 mod auth_members;

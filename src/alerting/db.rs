@@ -1,0 +1,251 @@
+//! Typed table access for inbound tokens, deployments, builds and incidents. Every function
+//! takes the transaction first, so a change, its audit entry and its outbound events commit
+//! together.
+//!
+//! Invariants: an inbound token has one row in `INBOUND_TOKENS` and one in
+//! `INBOUND_TOKEN_DIGESTS`, written together; a deployment with an `external_id` has one row
+//! in `DEPLOYMENT_EXTERNAL_IDS`, and every deployment one row in `DEPLOYMENT_TIMES` keyed by its
+//! current `started_at`, moved by `put_deployment` when that changes; a build has one row in
+//! `BUILD_NUMBERS`, so a job and number name exactly one build. Free-text key parts (service,
+//! environment, job, external id) are escaped so a `/` in them cannot split a composite key.
+
+use redb::WriteTransaction;
+
+use super::model::{
+    Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, Incident, IncidentId,
+};
+use crate::accounts::model::OrgId;
+use crate::store::tables::{self, composite_key, owner_prefix};
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+
+const TOKENS: RecordTable<InboundToken> = RecordTable::new(tables::INBOUND_TOKENS);
+const TOKEN_DIGESTS: IndexTable = IndexTable::new(tables::INBOUND_TOKEN_DIGESTS);
+const DEPLOYMENTS: RecordTable<Deployment> = RecordTable::new(tables::DEPLOYMENTS);
+const EXTERNAL_IDS: IndexTable = IndexTable::new(tables::DEPLOYMENT_EXTERNAL_IDS);
+const DEPLOYMENT_TIMES: IndexTable = IndexTable::new(tables::DEPLOYMENT_TIMES);
+const BUILDS: RecordTable<Build> = RecordTable::new(tables::BUILDS);
+const BUILD_NUMBERS: IndexTable = IndexTable::new(tables::BUILD_NUMBERS);
+const INCIDENTS: RecordTable<Incident> = RecordTable::new(tables::INCIDENTS);
+
+/// `/` and `%` escaped, so free text is one part of a composite key.
+pub fn key_part(text: &str) -> String {
+    text.replace('%', "%25").replace('/', "%2F")
+}
+
+fn corrupt(what: &'static str, key: &str) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        detail: format!("{key} is indexed but missing"),
+    }
+}
+
+// ---- inbound tokens ----
+
+pub fn insert_token(
+    txn: &WriteTransaction,
+    token: &InboundToken,
+    digest: &str,
+) -> Result<(), StoreError> {
+    let key = composite_key(token.org_id.as_str(), token.id.as_str());
+    TOKENS.insert(txn, &key, token)?;
+    TOKEN_DIGESTS.insert(txn, digest, &key)
+}
+
+pub fn put_token(txn: &WriteTransaction, token: &InboundToken) -> Result<(), StoreError> {
+    let key = composite_key(token.org_id.as_str(), token.id.as_str());
+    TOKENS.insert(txn, &key, token)
+}
+
+pub fn token_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &InboundTokenId,
+) -> Result<Option<InboundToken>, StoreError> {
+    TOKENS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<InboundToken>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let rows = TOKENS.scan(txn, Scan::prefix(&prefix))?;
+    Ok(rows.into_iter().map(|(_, token)| token).collect())
+}
+
+/// The token whose secret hashes to `digest` (hex), revoked or not.
+pub fn find_token_by_digest(
+    txn: &impl ReadTxn,
+    digest: &str,
+) -> Result<Option<InboundToken>, StoreError> {
+    let Some(key) = TOKEN_DIGESTS.get(txn, digest)? else {
+        return Ok(None);
+    };
+    TOKENS
+        .get(txn, &key)?
+        .map(Some)
+        .ok_or_else(|| corrupt("inbound token index", &key))
+}
+
+// ---- deployments ----
+
+fn time_key(deployment: &Deployment) -> String {
+    format!(
+        "{}/{}/{}/{:020}/{}",
+        deployment.org_id,
+        key_part(&deployment.service),
+        key_part(&deployment.environment),
+        deployment.started_at.unix_millis().max(0),
+        deployment.id
+    )
+}
+
+/// Writes `new`, moving its index rows from what `old` had (None for a new deployment).
+pub fn put_deployment(
+    txn: &WriteTransaction,
+    old: Option<&Deployment>,
+    new: &Deployment,
+) -> Result<(), StoreError> {
+    let key = composite_key(new.org_id.as_str(), new.id.as_str());
+    DEPLOYMENTS.insert(txn, &key, new)?;
+    if let Some(old) = old {
+        DEPLOYMENT_TIMES.remove(txn, &time_key(old))?;
+    }
+    DEPLOYMENT_TIMES.insert(txn, &time_key(new), new.id.as_str())?;
+    if let Some(external) = &new.external_id {
+        let index = composite_key(new.org_id.as_str(), &key_part(external));
+        EXTERNAL_IDS.insert(txn, &index, new.id.as_str())?;
+    }
+    Ok(())
+}
+
+pub fn deployment_by_external_id(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    external_id: &str,
+) -> Result<Option<Deployment>, StoreError> {
+    let index = composite_key(org.as_str(), &key_part(external_id));
+    let Some(id) = EXTERNAL_IDS.get(txn, &index)? else {
+        return Ok(None);
+    };
+    let key = composite_key(org.as_str(), &id);
+    DEPLOYMENTS
+        .get(txn, &key)?
+        .map(Some)
+        .ok_or_else(|| corrupt("deployment external id index", &key))
+}
+
+/// Up to `limit` deployments of `org` after `after`, oldest first.
+pub fn deployments_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&DeploymentId>,
+    limit: usize,
+) -> Result<Vec<Deployment>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    };
+    Ok(DEPLOYMENTS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, deployment)| deployment)
+        .collect())
+}
+
+// ---- builds ----
+
+fn number_key(org: &OrgId, job: &str, number: u64) -> String {
+    format!("{}/{}/{:020}", org, key_part(job), number)
+}
+
+pub fn build_by_number(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    job: &str,
+    number: u64,
+) -> Result<Option<Build>, StoreError> {
+    let Some(id) = BUILD_NUMBERS.get(txn, &number_key(org, job, number))? else {
+        return Ok(None);
+    };
+    let key = composite_key(org.as_str(), &id);
+    BUILDS
+        .get(txn, &key)?
+        .map(Some)
+        .ok_or_else(|| corrupt("build number index", &key))
+}
+
+pub fn put_build(txn: &WriteTransaction, build: &Build) -> Result<(), StoreError> {
+    let key = composite_key(build.org_id.as_str(), build.id.as_str());
+    BUILDS.insert(txn, &key, build)?;
+    let number = number_key(&build.org_id, &build.job, build.number);
+    BUILD_NUMBERS.insert(txn, &number, build.id.as_str())
+}
+
+/// Up to `limit` builds of `org` after `after`, in order of their first notification.
+pub fn builds_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&BuildId>,
+    limit: usize,
+) -> Result<Vec<Build>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    };
+    Ok(BUILDS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, build)| build)
+        .collect())
+}
+
+// ---- incidents ----
+
+pub fn put_incident(txn: &WriteTransaction, incident: &Incident) -> Result<(), StoreError> {
+    let key = composite_key(incident.org_id.as_str(), incident.id.as_str());
+    INCIDENTS.insert(txn, &key, incident)
+}
+
+pub fn incident_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &IncidentId,
+) -> Result<Option<Incident>, StoreError> {
+    INCIDENTS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+/// Up to `limit` incidents of `org` after `after`, oldest first.
+pub fn incidents_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&IncidentId>,
+    limit: usize,
+) -> Result<Vec<Incident>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    };
+    Ok(INCIDENTS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, incident)| incident)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_parts_cannot_split_a_key() {
+        assert_eq!(key_part("a/b%c"), "a%2Fb%25c");
+        assert_ne!(key_part("a/b"), key_part("a%2Fb"));
+    }
+}

@@ -1,0 +1,268 @@
+//! Deployments: `POST /api/v1/deployments/webhook` (any CI system, with a `deployments`
+//! inbound token) and `GET /api/v1/deployments`.
+//!
+//! Invariants: a report, its `deployment.started` / `deployment.finished` deliveries and the
+//! services registry update commit in one write transaction, so a receiver never hears of a
+//! deployment the store does not hold, and the store never holds one its receivers miss; the
+//! same `external_id` always names the same deployment (looked up inside that transaction,
+//! so two concurrent reports cannot create two).
+
+use axum::Json;
+use axum::extract::{FromRef, RawQuery, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::db;
+use super::inbound::{DeploymentsKind, Inbound};
+use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
+use crate::auth::{Auth, Viewer};
+use crate::http::error::Problem;
+use crate::http::page::PageRequest;
+use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::ingest::services::{Activity, record_activity};
+use crate::notify::{self, Event, EventExtra, Notify};
+use crate::store::Store;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+    Notify: FromRef<S>,
+    Store: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(deployment_webhook))
+        .routes(routes!(list_deployments))
+}
+
+/// The generic CI body. Unknown fields are ignored: CI templates often carry extra context.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DeploymentWebhookRequest {
+    pub service: String,
+    pub environment: String,
+    pub version: String,
+    /// `started`, `succeeded` or `failed`.
+    pub status: String,
+    #[serde(default)]
+    pub commit: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The CI system's id for this deployment: a later report with it updates the same one.
+    #[serde(default)]
+    pub external_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeploymentResponse {
+    pub id: String,
+    pub service: String,
+    pub environment: String,
+    pub version: String,
+    pub commit: Option<String>,
+    /// `started`, `succeeded` or `failed`.
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub url: Option<String>,
+    pub external_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeploymentList {
+    pub items: Vec<DeploymentResponse>,
+    pub next_cursor: Option<String>,
+}
+
+pub(crate) fn deployment_view(deployment: &Deployment) -> DeploymentResponse {
+    DeploymentResponse {
+        id: deployment.id.to_string(),
+        service: deployment.service.clone(),
+        environment: deployment.environment.clone(),
+        version: deployment.version.clone(),
+        commit: deployment.commit.clone(),
+        status: deployment.status.as_str().to_string(),
+        started_at: deployment.started_at.to_rfc3339(),
+        finished_at: deployment.finished_at.map(|at| at.to_rfc3339()),
+        url: deployment.url.clone(),
+        external_id: deployment.external_id.clone(),
+    }
+}
+
+/// A required text field: trimmed, 1 to `max` characters.
+pub(crate) fn required(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPayload,
+            format!("{field}: 1 to {max} characters"),
+        ));
+    }
+    Ok(value.to_string())
+}
+
+/// An optional text field: absent or blank is `None`, else at most `max` characters.
+pub(crate) fn optional(
+    field: &str,
+    value: Option<&str>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match value.map(str::trim).filter(|value| !value.is_empty()) {
+        None => Ok(None),
+        Some(value) => required(field, value, max).map(Some),
+    }
+}
+
+fn validated(request: &DeploymentWebhookRequest) -> Result<DeploymentReport, ApiError> {
+    let status = DeploymentStatus::parse(request.status.trim()).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidPayload,
+            "status: one of started, succeeded, failed",
+        )
+    })?;
+    Ok(DeploymentReport {
+        service: required("service", &request.service, 200)?,
+        environment: required("environment", &request.environment, 100)?,
+        version: required("version", &request.version, 200)?,
+        status,
+        commit: optional("commit", request.commit.as_deref(), 200)?,
+        url: optional("url", request.url.as_deref(), 2000)?,
+        external_id: optional("external_id", request.external_id.as_deref(), 200)?,
+    })
+}
+
+/// The outbound event for a deployment that started or finished.
+fn deployment_event(name: &'static str, deployment: &Deployment, base_url: &str) -> Event {
+    let verb = match deployment.status {
+        DeploymentStatus::Started => "started",
+        DeploymentStatus::Succeeded => "succeeded",
+        DeploymentStatus::Failed => "failed",
+    };
+    let title = format!(
+        "Deployment of {} {} to {} {verb}",
+        deployment.service, deployment.version, deployment.environment
+    );
+    let mut body = title.clone();
+    if let Some(commit) = &deployment.commit {
+        body.push_str(&format!(" (commit {commit})"));
+    }
+    let severity = match deployment.status {
+        DeploymentStatus::Failed => "warning",
+        DeploymentStatus::Started | DeploymentStatus::Succeeded => "info",
+    };
+    Event {
+        name,
+        org_id: deployment.org_id.clone(),
+        alert_id: None,
+        title,
+        body,
+        severity: severity.to_string(),
+        service: deployment.service.clone(),
+        environment: deployment.environment.clone(),
+        url: format!("{base_url}/deployments/{}", deployment.id),
+        timestamp: deployment.finished_at.unwrap_or(deployment.started_at),
+        extra: EventExtra::Deployment {
+            deployment_id: deployment.id.to_string(),
+            version: deployment.version.clone(),
+            status: deployment.status.as_str().to_string(),
+        },
+    }
+}
+
+/// Records a deployment reported by a CI system (201 when new, 200 when `external_id` named an
+/// existing one).
+#[utoipa::path(post, path = "/api/v1/deployments/webhook", tag = "deployments",
+    request_body = DeploymentWebhookRequest,
+    params(("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
+    responses((status = 201, body = DeploymentResponse), (status = 200, body = DeploymentResponse),
+        (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")),
+    security(("inbound_token" = [])))]
+async fn deployment_webhook(
+    State(notify): State<Notify>,
+    inbound: Inbound<DeploymentsKind>,
+    ApiJson(request): ApiJson<DeploymentWebhookRequest>,
+) -> Result<(StatusCode, Json<DeploymentResponse>), ApiError> {
+    let report = validated(&request)?;
+    let org = inbound.token.org_id.clone();
+    let now = notify.clock().now();
+    let base_url = notify.base_url().to_string();
+    let (deployment, created) = notify
+        .store()
+        .write(move |txn| {
+            let existing = match &report.external_id {
+                Some(external) => db::deployment_by_external_id(txn, &org, external)?,
+                None => None,
+            };
+            let (deployment, events) = apply_report(
+                existing.as_ref(),
+                &report,
+                DeploymentId::generate(),
+                &org,
+                now,
+            );
+            db::put_deployment(txn, existing.as_ref(), &deployment)?;
+            let seen = Activity {
+                service: deployment.service.clone(),
+                environment: Some(deployment.environment.clone()),
+                at: now,
+                errors: 0,
+            };
+            record_activity(txn, &org, &[seen])?;
+            if events.started {
+                notify::emit(
+                    txn,
+                    &deployment_event("deployment.started", &deployment, &base_url),
+                )?;
+            }
+            if events.finished {
+                notify::emit(
+                    txn,
+                    &deployment_event("deployment.finished", &deployment, &base_url),
+                )?;
+            }
+            Ok::<_, ApiError>((deployment, existing.is_none()))
+        })
+        .await?;
+    notify.wake();
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(deployment_view(&deployment))))
+}
+
+/// Lists the organisation's deployments, oldest first.
+#[utoipa::path(get, path = "/api/v1/deployments", tag = "deployments",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = DeploymentList)))]
+async fn list_deployments(
+    State(notify): State<Notify>,
+    Viewer(caller): Viewer,
+    RawQuery(query): RawQuery,
+) -> Result<Json<DeploymentList>, ApiError> {
+    let page = PageRequest::from_query(query.as_deref())?;
+    let after = match page.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(DeploymentId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
+    };
+    let (org, limit) = (caller.org_id.clone(), page.limit);
+    // One row more than asked tells whether another page follows.
+    let mut rows = notify
+        .store()
+        .read(move |txn| db::deployments_of_org(txn, &org, after.as_ref(), limit + 1))
+        .await?;
+    let next_cursor = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|deployment| deployment.id.to_string())
+    } else {
+        None
+    };
+    Ok(Json(DeploymentList {
+        items: rows.iter().map(deployment_view).collect(),
+        next_cursor,
+    }))
+}

@@ -1,0 +1,129 @@
+//! Deployments through the generic CI webhook: `external_id` upserts one deployment, its
+//! start and finish reach a real webhook receiver as `deployment.started` and
+//! `deployment.finished` (each once), the services registry learns the service, and the list
+//! pages.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::alerting_support::*;
+use crate::harness::text;
+use crate::webhooks_support::{Receiver, create_channel, owner, webhook_server};
+
+#[test]
+fn external_id_upserts_one_deployment_and_both_events_reach_the_receiver() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let receiver = Receiver::ok();
+    let channel = create_channel(
+        &server,
+        &session,
+        json!({"url": receiver.url("/hook"), "events": ["deployment.*"]}),
+    );
+    let channel = channel["id"].as_str().unwrap().to_string();
+    let token = inbound_secret(&server, &session, "deployments");
+    let path = "/api/v1/deployments/webhook";
+    let started = json!({"service": "checkout", "environment": "production", "version": "1.4.2",
+        "status": "started", "commit": "9f1c2ab", "external_id": "gha-run-77",
+        "url": "https://ci.example.com/runs/77", "triggered_by": "extra fields are ignored"});
+    let first = post_inbound(&server, path, &token, &started);
+    assert_eq!(first.status, 201, "{}", text(&first.body));
+    let first = first.json();
+    let id = first["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("dep_"), "{id}");
+    assert_eq!(first["status"], "started");
+    assert!(first["finished_at"].is_null());
+
+    // The same report again (a CI retry) changes nothing and sends nothing.
+    let again = post_inbound(&server, path, &token, &started);
+    assert_eq!(again.status, 200, "{}", text(&again.body));
+    assert_eq!(again.json()["id"], id.as_str());
+
+    let mut finished = started.clone();
+    finished["status"] = json!("succeeded");
+    let done = post_inbound_query(&server, path, &token, &finished);
+    assert_eq!(done.status, 200, "{}", text(&done.body));
+    let done = done.json();
+    assert_eq!(done["id"], id.as_str());
+    assert_eq!(done["status"], "succeeded");
+    assert_eq!(done["started_at"], first["started_at"]);
+    assert!(done["finished_at"].is_string());
+    assert_eq!(done["external_id"], "gha-run-77");
+
+    let requests = receiver.wait_for(2, Duration::from_secs(10));
+    let events: Vec<String> = requests
+        .iter()
+        .map(|r| r.json()["event"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(events, ["deployment.started", "deployment.finished"]);
+    let payload = requests[1].json();
+    assert_eq!(payload["deployment_id"], id.as_str());
+    assert_eq!(payload["version"], "1.4.2");
+    assert_eq!(payload["status"], "succeeded");
+    assert_eq!(payload["service"], "checkout");
+    assert_eq!(payload["environment"], "production");
+    assert!(payload["alert_id"].is_null());
+    assert_eq!(requests[0].json()["status"], "started");
+
+    // One deployment in the list; the services registry knows the service and environment.
+    let list = session.get(&server, "/api/v1/deployments").json();
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["items"][0]["commit"], "9f1c2ab");
+    let services = session.get(&server, "/api/v1/services").json();
+    let checkout = services["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "checkout")
+        .cloned()
+        .unwrap_or_else(|| panic!("service missing: {services}"));
+    assert_eq!(checkout["environments"], json!(["production"]));
+
+    // Deliveries are enqueued in the report's own transaction, so the log is complete once
+    // the reports were answered: the repeated `started` queued nothing.
+    let log = session
+        .get(&server, &format!("/api/v1/channels/{channel}/deliveries"))
+        .json();
+    assert_eq!(log["items"].as_array().unwrap().len(), 2, "{log}");
+}
+
+#[test]
+fn reports_without_external_id_are_separate_and_the_list_pages() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    let path = "/api/v1/deployments/webhook";
+    for version in ["1", "2", "3"] {
+        let body = json!({"service": "api", "environment": "staging", "version": version,
+            "status": "failed"});
+        let reply = post_inbound(&server, path, &token, &body);
+        assert_eq!(reply.status, 201, "{}", text(&reply.body));
+        assert_eq!(reply.json()["status"], "failed");
+    }
+    let page = session.get(&server, "/api/v1/deployments?limit=2").json();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    let cursor = page["next_cursor"].as_str().unwrap().to_string();
+    let rest = session
+        .get(
+            &server,
+            &format!("/api/v1/deployments?limit=2&cursor={cursor}"),
+        )
+        .json();
+    assert_eq!(rest["items"][0]["version"], "3");
+    assert!(rest["next_cursor"].is_null());
+
+    for bad in [
+        json!({"service": "api", "environment": "staging", "version": "1", "status": "done"}),
+        json!({"service": "", "environment": "staging", "version": "1", "status": "started"}),
+        json!({"environment": "staging", "version": "1", "status": "started"}),
+    ] {
+        let reply = post_inbound(&server, path, &token, &bad);
+        assert_eq!(reply.status, 400, "{bad}: {}", text(&reply.body));
+    }
+    let anonymous = crate::harness::http()
+        .get(server.url("/api/v1/deployments"))
+        .send()
+        .unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+}
