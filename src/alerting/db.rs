@@ -11,6 +11,7 @@
 
 use redb::WriteTransaction;
 
+use super::alerts_model::{Alert, AlertId, AlertState};
 use super::model::{
     Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, Incident, IncidentId,
 };
@@ -26,6 +27,8 @@ const DEPLOYMENT_TIMES: IndexTable = IndexTable::new(tables::DEPLOYMENT_TIMES);
 const BUILDS: RecordTable<Build> = RecordTable::new(tables::BUILDS);
 const BUILD_NUMBERS: IndexTable = IndexTable::new(tables::BUILD_NUMBERS);
 const INCIDENTS: RecordTable<Incident> = RecordTable::new(tables::INCIDENTS);
+const ALERTS: RecordTable<Alert> = RecordTable::new(tables::ALERTS);
+const LIVE_ALERTS: IndexTable = IndexTable::new(tables::LIVE_ALERTS);
 
 /// `/` and `%` escaped, so free text is one part of a composite key.
 pub fn key_part(text: &str) -> String {
@@ -236,6 +239,74 @@ pub fn incidents_of_org(
         .scan(txn, scan)?
         .into_iter()
         .map(|(_, incident)| incident)
+        .collect())
+}
+
+// ---- alerts ----
+
+fn live_key(org: &OrgId, dedup_key: &str) -> String {
+    composite_key(org.as_str(), &key_part(dedup_key))
+}
+
+/// The firing alert of `org` with `dedup_key`, if any.
+pub fn live_alert(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    dedup_key: &str,
+) -> Result<Option<Alert>, StoreError> {
+    let Some(id) = LIVE_ALERTS.get(txn, &live_key(org, dedup_key))? else {
+        return Ok(None);
+    };
+    let key = composite_key(org.as_str(), &id);
+    ALERTS
+        .get(txn, &key)?
+        .map(Some)
+        .ok_or_else(|| corrupt("live alert index", &key))
+}
+
+/// Writes an alert; its dedup key stays in `LIVE_ALERTS` exactly while it fires.
+pub fn put_alert(txn: &WriteTransaction, alert: &Alert) -> Result<(), StoreError> {
+    let key = composite_key(alert.org_id.as_str(), alert.id.as_str());
+    ALERTS.insert(txn, &key, alert)?;
+    let live = live_key(&alert.org_id, &alert.dedup_key);
+    match alert.state {
+        AlertState::Firing => LIVE_ALERTS.insert(txn, &live, alert.id.as_str()),
+        AlertState::Resolved => {
+            // Only this alert's own row: a newer alert may hold the key by now.
+            if LIVE_ALERTS.get(txn, &live)?.as_deref() == Some(alert.id.as_str()) {
+                LIVE_ALERTS.remove(txn, &live)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn alert_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &AlertId,
+) -> Result<Option<Alert>, StoreError> {
+    ALERTS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+/// Up to `limit` alerts of `org` after `after`, oldest first.
+pub fn alerts_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&AlertId>,
+    limit: usize,
+) -> Result<Vec<Alert>, StoreError> {
+    let prefix = owner_prefix(org.as_str());
+    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
+    let scan = Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    };
+    Ok(ALERTS
+        .scan(txn, scan)?
+        .into_iter()
+        .map(|(_, alert)| alert)
         .collect())
 }
 

@@ -1,15 +1,17 @@
 //! Alerting: inbound events from build servers, CI systems and monitors, deployments, builds
-//! and incidents (CONTRACT.md section 4). Alert rules, the evaluator and alert states join
-//! this folder as they are built.
+//! incidents and alerts raised by external monitoring (CONTRACT.md section 4). Alert rules and
+//! their evaluator join this folder as they are built.
 //!
 //! Rooms: `model.rs` (records and the pure rules over them), `db.rs` (typed tables),
 //! `inbound.rs` (inbound tokens and the `Inbound<K>` extractor), `deployments.rs`,
-//! `builds.rs` (Jenkins), `incidents.rs`.
+//! `builds.rs` (Jenkins), `incidents.rs`, `alerts_model.rs` + `alerts.rs` (external alerts).
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
 //! incident opened, changed or resolved) enqueues its outbound event with `notify::emit` in
 //! the same write transaction as the change; handlers call `Notify::wake` after it commits.
 
+pub mod alerts;
+pub mod alerts_model;
 pub mod builds;
 pub mod db;
 pub mod deployments;
@@ -37,4 +39,5 @@ where
         .merge(deployments::routes())
         .merge(builds::routes())
         .merge(incidents::routes())
+        .merge(alerts::routes())
 }

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 9;
+pub const CURRENT_VERSION: u32 = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -78,6 +78,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 9,
         description: "inbound token, deployment, build and incident tables",
         apply: create_alerting_tables,
+    },
+    Migration {
+        version: 10,
+        description: "alert tables",
+        apply: create_alert_tables,
     },
 ];
 
@@ -316,6 +321,12 @@ fn create_alerting_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     for name in indexes {
         txn.open_table(IndexTable::new(name).definition())?;
     }
+    Ok(())
+}
+
+fn create_alert_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::ALERTS))?;
+    txn.open_table(IndexTable::new(tables::LIVE_ALERTS).definition())?;
     Ok(())
 }
 

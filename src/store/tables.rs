@@ -138,6 +138,8 @@ pub const ALL: &[TableSpec] = &[
     bytes(BUILDS),
     text(BUILD_NUMBERS),
     bytes(INCIDENTS),
+    bytes(ALERTS),
+    text(LIVE_ALERTS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -237,6 +239,10 @@ pub const BUILDS: &str = "orgid_buildid_build";
 pub const BUILD_NUMBERS: &str = "orgid_job_number_buildid";
 /// `{org_id}/{incident_id}` -> incident with its timeline.
 pub const INCIDENTS: &str = "orgid_incidentid_incident";
+/// `{org_id}/{alert_id}` -> alert with its history.
+pub const ALERTS: &str = "orgid_alertid_alert";
+/// `{org_id}/{dedup key, escaped}` -> id of the firing alert with that key (removed on resolve).
+pub const LIVE_ALERTS: &str = "orgid_dedupkey_alertid";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

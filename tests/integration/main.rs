@@ -4,6 +4,7 @@
 mod agents_connect;
 mod agents_support;
 mod agents_terminal;
+mod alerting_alerts;
 mod alerting_deployments;
 mod alerting_inbound;
 mod alerting_incidents;

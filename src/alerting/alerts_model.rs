@@ -1,0 +1,460 @@
+//! Alerts raised by external monitoring, and the pure rules over them: reading the generic
+//! alert body and the Prometheus Alertmanager webhook payload (version 4) into one report
+//! shape, and how a report moves an alert between `firing` and `resolved`.
+//!
+//! Invariants: one dedup key names at most one live (firing) alert per organisation, so a
+//! repeated firing updates it instead of raising another; a firing after a resolution raises a
+//! new alert (the old one keeps its history); `acknowledged_at` is set once.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::SEVERITIES;
+use crate::accounts::model::{OrgId, UserId};
+use crate::clock::Timestamp;
+use crate::store::codec::Record;
+
+crate::typed_id!(
+    /// An alert (`alr_…`).
+    AlertId,
+    "alr_"
+);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertState {
+    Firing,
+    Resolved,
+}
+
+impl AlertState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+        }
+    }
+}
+
+/// One step of an alert's life.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertHistoryEntry {
+    pub at: Timestamp,
+    /// `fired`, `updated`, `resolved` or `acknowledged`.
+    pub kind: String,
+    pub actor_id: Option<UserId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    pub id: AlertId,
+    pub org_id: OrgId,
+    /// `webhook` or `alertmanager`.
+    pub source: String,
+    pub dedup_key: String,
+    pub title: String,
+    pub body: String,
+    pub severity: String,
+    pub service: Option<String>,
+    pub environment: Option<String>,
+    pub state: AlertState,
+    pub fired_at: Timestamp,
+    pub resolved_at: Option<Timestamp>,
+    pub acknowledged_by: Option<UserId>,
+    pub acknowledged_at: Option<Timestamp>,
+    /// Alertmanager labels, or empty.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    pub url: Option<String>,
+    pub history: Vec<AlertHistoryEntry>,
+}
+
+impl Record for Alert {
+    const KIND: &'static str = "alert";
+}
+
+/// One alert as reported, whatever the body's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertReport {
+    pub source: &'static str,
+    pub dedup_key: String,
+    pub title: String,
+    pub body: String,
+    pub severity: String,
+    pub service: Option<String>,
+    pub environment: Option<String>,
+    pub state: AlertState,
+    pub labels: BTreeMap<String, String>,
+    pub url: Option<String>,
+}
+
+/// The dedup key of a generic report that gave none: the same title, service and environment
+/// are the same alert.
+pub fn default_dedup_key(title: &str, service: Option<&str>, environment: Option<&str>) -> String {
+    use sha2::Digest;
+    let joined = format!(
+        "{title}\u{0}{}\u{0}{}",
+        service.unwrap_or(""),
+        environment.unwrap_or("")
+    );
+    hex::encode(&sha2::Sha256::digest(joined.as_bytes())[..16])
+}
+
+/// Maps the severities monitoring tools use onto the four of the contract; an unknown one is
+/// `warning`, so an alert is never dropped for its label.
+pub fn severity_from_label(label: Option<&str>) -> String {
+    let label = label.unwrap_or("").trim().to_ascii_lowercase();
+    let mapped = match label.as_str() {
+        "critical" | "crit" | "fatal" | "emergency" | "page" | "p1" => "critical",
+        "high" | "error" | "err" | "major" | "p2" => "high",
+        "info" | "informational" | "notice" | "none" | "low" | "p4" | "p5" => "info",
+        _ => "warning",
+    };
+    debug_assert!(SEVERITIES.contains(&mapped));
+    mapped.to_string()
+}
+
+/// What a report does to the live alert of its dedup key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlertChange {
+    /// A new firing alert: emit `alert.fired`.
+    Fired(Alert),
+    /// The live alert again, fields refreshed: no event.
+    Updated(Alert),
+    /// The live alert resolved: emit `alert.resolved`.
+    Resolved(Alert),
+    /// A resolution for nothing live (already resolved, or never seen): nothing to do.
+    Ignored,
+}
+
+/// Applies `report` to `live`, the firing alert with the same dedup key if any.
+pub fn apply_alert_report(
+    live: Option<&Alert>,
+    report: &AlertReport,
+    new_id: AlertId,
+    org: &OrgId,
+    now: Timestamp,
+) -> AlertChange {
+    let history = |kind: &str| AlertHistoryEntry {
+        at: now,
+        kind: kind.to_string(),
+        actor_id: None,
+    };
+    match (live, report.state) {
+        (None, AlertState::Resolved) => AlertChange::Ignored,
+        (None, AlertState::Firing) => AlertChange::Fired(Alert {
+            id: new_id,
+            org_id: org.clone(),
+            source: report.source.to_string(),
+            dedup_key: report.dedup_key.clone(),
+            title: report.title.clone(),
+            body: report.body.clone(),
+            severity: report.severity.clone(),
+            service: report.service.clone(),
+            environment: report.environment.clone(),
+            state: AlertState::Firing,
+            fired_at: now,
+            resolved_at: None,
+            acknowledged_by: None,
+            acknowledged_at: None,
+            labels: report.labels.clone(),
+            url: report.url.clone(),
+            history: vec![history("fired")],
+        }),
+        (Some(alert), state) => {
+            let mut next = alert.clone();
+            next.title = report.title.clone();
+            next.body = report.body.clone();
+            next.severity = report.severity.clone();
+            next.service = report.service.clone().or(next.service);
+            next.environment = report.environment.clone().or(next.environment);
+            next.labels = report.labels.clone();
+            next.url = report.url.clone().or(next.url);
+            if state == AlertState::Resolved {
+                next.state = AlertState::Resolved;
+                next.resolved_at = Some(now);
+                next.history.push(history("resolved"));
+                return AlertChange::Resolved(next);
+            }
+            // Alertmanager repeats a firing alert every `repeat_interval`: record no history
+            // entry for an unchanged repeat, so the history stays readable.
+            if next != *alert {
+                next.history.push(history("updated"));
+            }
+            AlertChange::Updated(next)
+        }
+    }
+}
+
+/// The generic alert body (CONTRACT.md section 4).
+#[derive(Debug, Deserialize)]
+pub struct GenericAlert {
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub severity: String,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    pub environment: Option<String>,
+    pub status: String,
+    #[serde(default)]
+    pub dedup_key: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// The Prometheus Alertmanager webhook payload, version 4: the fields Lookout reads.
+#[derive(Debug, Deserialize)]
+pub struct AlertmanagerPayload {
+    pub version: String,
+    pub alerts: Vec<AlertmanagerAlert>,
+    #[serde(default, rename = "externalURL")]
+    pub external_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AlertmanagerAlert {
+    pub status: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, rename = "generatorURL")]
+    pub generator_url: Option<String>,
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+}
+
+fn state_of(status: &str) -> Option<AlertState> {
+    match status {
+        "firing" => Some(AlertState::Firing),
+        "resolved" => Some(AlertState::Resolved),
+        _ => None,
+    }
+}
+
+/// Why a body could not be read as alerts; the text names the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertBodyError(pub String);
+
+fn trimmed(value: Option<&str>, field: &str, max: usize) -> Result<Option<String>, AlertBodyError> {
+    match value.map(str::trim).filter(|value| !value.is_empty()) {
+        None => Ok(None),
+        Some(value) if value.chars().count() > max => {
+            Err(AlertBodyError(format!("{field}: at most {max} characters")))
+        }
+        Some(value) => Ok(Some(value.to_string())),
+    }
+}
+
+pub fn generic_report(alert: &GenericAlert) -> Result<AlertReport, AlertBodyError> {
+    let title = trimmed(Some(&alert.title), "title", 300)?
+        .ok_or_else(|| AlertBodyError("title: 1 to 300 characters".into()))?;
+    let severity = alert.severity.trim();
+    if !SEVERITIES.contains(&severity) {
+        return Err(AlertBodyError(
+            "severity: one of critical, high, warning, info".into(),
+        ));
+    }
+    let state = state_of(alert.status.trim())
+        .ok_or_else(|| AlertBodyError("status: firing or resolved".into()))?;
+    let service = trimmed(alert.service.as_deref(), "service", 200)?;
+    let environment = trimmed(alert.environment.as_deref(), "environment", 100)?;
+    let dedup_key = match trimmed(alert.dedup_key.as_deref(), "dedup_key", 200)? {
+        Some(key) => key,
+        None => default_dedup_key(&title, service.as_deref(), environment.as_deref()),
+    };
+    Ok(AlertReport {
+        source: "webhook",
+        dedup_key,
+        body: trimmed(alert.body.as_deref(), "body", 10_000)?.unwrap_or_default(),
+        title,
+        severity: severity.to_string(),
+        service,
+        environment,
+        state,
+        labels: BTreeMap::new(),
+        url: trimmed(alert.url.as_deref(), "url", 2000)?,
+    })
+}
+
+/// The most alerts one Alertmanager notification may carry.
+pub const MAX_ALERTMANAGER_ALERTS: usize = 500;
+
+pub fn alertmanager_reports(
+    payload: &AlertmanagerPayload,
+) -> Result<Vec<AlertReport>, AlertBodyError> {
+    if payload.version != "4" {
+        return Err(AlertBodyError(
+            "version: only Alertmanager payload version 4 is understood".into(),
+        ));
+    }
+    if payload.alerts.len() > MAX_ALERTMANAGER_ALERTS {
+        return Err(AlertBodyError(format!(
+            "alerts: at most {MAX_ALERTMANAGER_ALERTS}"
+        )));
+    }
+    let mut reports = Vec::new();
+    for (index, alert) in payload.alerts.iter().enumerate() {
+        let field = |name: &str| format!("alerts[{index}].{name}");
+        let state = state_of(&alert.status)
+            .ok_or_else(|| AlertBodyError(format!("{}: firing or resolved", field("status"))))?;
+        let label = |name: &str| alert.labels.get(name).map(String::as_str);
+        let note = |name: &str| alert.annotations.get(name).map(String::as_str);
+        let title = note("summary")
+            .or(label("alertname"))
+            .unwrap_or("Alertmanager alert");
+        let dedup_key = match &alert.fingerprint {
+            Some(fingerprint) if !fingerprint.is_empty() => format!("am:{fingerprint}"),
+            // Alertmanager always sends a fingerprint; without one, the label set is the identity.
+            _ => format!(
+                "am:{}",
+                default_dedup_key(&format!("{:?}", alert.labels), None, None)
+            ),
+        };
+        reports.push(AlertReport {
+            source: "alertmanager",
+            dedup_key,
+            title: trimmed(Some(title), &field("title"), 300)?.unwrap_or_default(),
+            body: note("description")
+                .or(note("message"))
+                .or(note("summary"))
+                .unwrap_or("")
+                .chars()
+                .take(10_000)
+                .collect(),
+            severity: severity_from_label(label("severity")),
+            service: trimmed(label("service").or(label("job")), &field("service"), 200)?,
+            environment: trimmed(
+                label("environment").or(label("env")),
+                &field("environment"),
+                100,
+            )?,
+            state,
+            labels: alert.labels.clone(),
+            url: alert.generator_url.clone().or(payload.external_url.clone()),
+        });
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alertmanager(json: serde_json::Value) -> Vec<AlertReport> {
+        let payload: AlertmanagerPayload = serde_json::from_value(json).unwrap();
+        alertmanager_reports(&payload).unwrap()
+    }
+
+    #[test]
+    fn alertmanager_alerts_map_labels_and_annotations() {
+        let reports = alertmanager(serde_json::json!({
+            "version": "4", "status": "firing", "externalURL": "http://am:9093",
+            "alerts": [{"status": "firing",
+                "labels": {"alertname": "HighLatency", "severity": "page", "job": "checkout"},
+                "annotations": {"summary": "p95 over 2s", "description": "checkout is slow"},
+                "startsAt": "2026-11-22T12:00:00Z", "generatorURL": "http://prom/graph",
+                "fingerprint": "c0ffee"},
+              {"status": "resolved", "labels": {"alertname": "DiskFull"}, "annotations": {}}]
+        }));
+        assert_eq!(reports.len(), 2);
+        let first = &reports[0];
+        assert_eq!(first.title, "p95 over 2s");
+        assert_eq!(first.body, "checkout is slow");
+        assert_eq!(first.severity, "critical");
+        assert_eq!(first.service.as_deref(), Some("checkout"));
+        assert_eq!(first.dedup_key, "am:c0ffee");
+        assert_eq!(first.url.as_deref(), Some("http://prom/graph"));
+        assert_eq!(reports[1].title, "DiskFull");
+        assert_eq!(reports[1].severity, "warning");
+        assert_eq!(reports[1].state, AlertState::Resolved);
+        assert_eq!(reports[1].url.as_deref(), Some("http://am:9093"));
+    }
+
+    #[test]
+    fn other_versions_are_refused() {
+        let payload: AlertmanagerPayload =
+            serde_json::from_value(serde_json::json!({"version": "3", "alerts": []})).unwrap();
+        assert!(alertmanager_reports(&payload).is_err());
+    }
+
+    fn report(state: AlertState) -> AlertReport {
+        AlertReport {
+            source: "webhook",
+            dedup_key: "k".into(),
+            title: "t".into(),
+            body: String::new(),
+            severity: "high".into(),
+            service: None,
+            environment: None,
+            state,
+            labels: BTreeMap::new(),
+            url: None,
+        }
+    }
+
+    #[test]
+    fn firing_repeats_update_one_alert_and_resolution_ends_it() {
+        let org = OrgId::generate();
+        let fired = match apply_alert_report(
+            None,
+            &report(AlertState::Firing),
+            AlertId::generate(),
+            &org,
+            Timestamp(1),
+        ) {
+            AlertChange::Fired(alert) => alert,
+            other => panic!("{other:?}"),
+        };
+        let again = apply_alert_report(
+            Some(&fired),
+            &report(AlertState::Firing),
+            AlertId::generate(),
+            &org,
+            Timestamp(2),
+        );
+        assert_eq!(
+            again,
+            AlertChange::Updated(fired.clone()),
+            "unchanged repeat"
+        );
+        match apply_alert_report(
+            Some(&fired),
+            &report(AlertState::Resolved),
+            AlertId::generate(),
+            &org,
+            Timestamp(3),
+        ) {
+            AlertChange::Resolved(alert) => {
+                assert_eq!(alert.id, fired.id);
+                assert_eq!(alert.resolved_at, Some(Timestamp(3)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let nothing = apply_alert_report(
+            None,
+            &report(AlertState::Resolved),
+            AlertId::generate(),
+            &org,
+            Timestamp(4),
+        );
+        assert_eq!(nothing, AlertChange::Ignored);
+    }
+
+    #[test]
+    fn severities_and_default_keys() {
+        assert_eq!(severity_from_label(Some("ERROR")), "high");
+        assert_eq!(severity_from_label(None), "warning");
+        assert_eq!(
+            default_dedup_key("a", Some("b"), None),
+            default_dedup_key("a", Some("b"), None)
+        );
+        assert_ne!(
+            default_dedup_key("a", Some("b"), None),
+            default_dedup_key("a", None, Some("b"))
+        );
+    }
+}
