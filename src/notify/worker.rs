@@ -26,9 +26,11 @@ use crate::clock::Timestamp;
 use crate::store::StoreError;
 
 /// Attempts running at once (each holds one blocking thread).
-pub const MAX_IN_FLIGHT: usize = 32;
-/// Attempts running at once against one `host:port`.
-pub const PER_DESTINATION: usize = 4;
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Attempts running at once against one `host:port`: enough to keep a fast receiver busy while
+/// outcomes commit (group commit batches them), few enough that one stalled receiver holds at
+/// most a quarter of `MAX_IN_FLIGHT`.
+pub const PER_DESTINATION: usize = 16;
 /// Due rows read per pass; rows of capped destinations beyond it wait for a later pass.
 const SCAN_ROWS: usize = 2048;
 /// The longest sleep: a safety net should a wake-up be missed.
