@@ -12,8 +12,9 @@
 use redb::WriteTransaction;
 
 use super::alerts_model::{Alert, AlertId, AlertState};
+use super::incidents_model::Incident;
 use super::model::{
-    Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, Incident, IncidentId,
+    Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, IncidentId,
 };
 use crate::accounts::model::OrgId;
 use crate::store::tables::{self, composite_key, owner_prefix};

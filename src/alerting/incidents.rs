@@ -11,17 +11,19 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRef, Path, RawQuery, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
 use super::deployments::{optional, required};
-use super::model::{
-    FieldChange, Incident, IncidentId, IncidentStatus, MAX_TIMELINE, SEVERITIES, TimelineEntry,
-    field_changes,
+use super::incidents_model::{
+    FieldChange, Incident, IncidentStatus, MAX_TIMELINE, TimelineEntry, field_changes,
 };
+use super::incidents_wire::{
+    IncidentList, IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest,
+    UpdateIncidentRequest, incident_view,
+};
+use super::model::{IncidentId, SEVERITIES};
 use crate::accounts::model::UserId;
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::Timestamp;
@@ -42,130 +44,6 @@ where
         .routes(routes!(get_incident, update_incident))
         .routes(routes!(add_note))
         .routes(routes!(resolve_incident))
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenIncidentRequest {
-    pub title: String,
-    /// critical, high, warning or info; `high` when omitted.
-    #[serde(default)]
-    pub severity: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub service: Option<String>,
-    #[serde(default)]
-    pub environment: Option<String>,
-    /// Alerts this incident is about.
-    #[serde(default)]
-    pub alert_ids: Vec<String>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateIncidentRequest {
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub severity: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub service: Option<String>,
-    #[serde(default)]
-    pub environment: Option<String>,
-    /// `resolved` resolves (as `POST …/resolve`); `open` reopens a resolved incident.
-    #[serde(default)]
-    pub status: Option<String>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoteRequest {
-    pub text: String,
-}
-
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ResolveRequest {
-    /// Written to the timeline with the resolution.
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct FieldChangeResponse {
-    pub field: String,
-    pub from: Option<String>,
-    pub to: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TimelineEntryResponse {
-    pub at: String,
-    /// opened, updated, note, resolved or reopened.
-    pub kind: String,
-    pub actor_id: Option<String>,
-    pub text: String,
-    pub changes: Vec<FieldChangeResponse>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IncidentResponse {
-    pub id: String,
-    pub title: String,
-    pub severity: String,
-    pub description: Option<String>,
-    pub service: Option<String>,
-    pub environment: Option<String>,
-    /// open or resolved.
-    pub status: String,
-    pub opened_at: String,
-    pub resolved_at: Option<String>,
-    pub alert_ids: Vec<String>,
-    pub timeline: Vec<TimelineEntryResponse>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IncidentList {
-    pub items: Vec<IncidentResponse>,
-    pub next_cursor: Option<String>,
-}
-
-fn incident_view(incident: &Incident) -> IncidentResponse {
-    let entry_view = |entry: &TimelineEntry| TimelineEntryResponse {
-        at: entry.at.to_rfc3339(),
-        kind: entry.kind.clone(),
-        actor_id: entry.actor_id.as_ref().map(ToString::to_string),
-        text: entry.text.clone(),
-        changes: entry
-            .changes
-            .iter()
-            .map(|change| FieldChangeResponse {
-                field: change.field.clone(),
-                from: change.from.clone(),
-                to: change.to.clone(),
-            })
-            .collect(),
-    };
-    IncidentResponse {
-        id: incident.id.to_string(),
-        title: incident.title.clone(),
-        severity: incident.severity.clone(),
-        description: incident.description.clone(),
-        service: incident.service.clone(),
-        environment: incident.environment.clone(),
-        status: match incident.status {
-            IncidentStatus::Open => "open",
-            IncidentStatus::Resolved => "resolved",
-        }
-        .to_string(),
-        opened_at: incident.opened_at.to_rfc3339(),
-        resolved_at: incident.resolved_at.map(|at| at.to_rfc3339()),
-        alert_ids: incident.alert_ids.clone(),
-        timeline: incident.timeline.iter().map(entry_view).collect(),
-    }
 }
 
 fn checked_severity(severity: &str) -> Result<String, ApiError> {

@@ -4,7 +4,8 @@
 //!
 //! Rooms: `model.rs` (records and the pure rules over them), `db.rs` (typed tables),
 //! `inbound.rs` (inbound tokens and the `Inbound<K>` extractor), `deployments.rs`,
-//! `builds.rs` (Jenkins), `incidents.rs`, `alerts_model.rs` + `alerts.rs` (external alerts).
+//! `builds.rs` (Jenkins), `incidents_model.rs` + `incidents_wire.rs` + `incidents.rs`,
+//! `alerts_model.rs` + `alerts.rs` (external alerts).
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
 //! incident opened, changed or resolved) enqueues its outbound event with `notify::emit` in
@@ -17,6 +18,8 @@ pub mod db;
 pub mod deployments;
 pub mod inbound;
 pub mod incidents;
+pub mod incidents_model;
+pub mod incidents_wire;
 pub mod model;
 
 use axum::extract::FromRef;
