@@ -143,6 +143,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::agents::api::routes())
         .merge(crate::agents::connect::routes())
         .merge(crate::agents::terminal::routes())
+        .merge(crate::agents::sessions::routes())
         .split_for_parts()
 }
 

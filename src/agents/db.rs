@@ -3,11 +3,14 @@
 //!
 //! Invariants: a token has one row in `ENROLMENT_TOKENS` and one in `ENROLMENT_TOKEN_DIGESTS`,
 //! written together; an agent has one row in `AGENTS` and one in `AGENT_IDENTITIES`; a shell
-//! ticket leaves the store in the transaction that redeems it, whatever the outcome.
+//! ticket leaves the store in the transaction that redeems it, whatever the outcome; a shell
+//! session row is written in the same transactions as its start and end audit events.
 
 use redb::WriteTransaction;
 
-use super::model::{Agent, AgentId, EnrolmentToken, EnrolmentTokenId, ShellTicket};
+use super::model::{
+    Agent, AgentId, EnrolmentToken, EnrolmentTokenId, ShellSession, ShellSessionId, ShellTicket,
+};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
 use crate::store::tables::{self, composite_key, owner_prefix};
@@ -18,6 +21,7 @@ const TOKEN_DIGESTS: IndexTable = IndexTable::new(tables::ENROLMENT_TOKEN_DIGEST
 const AGENTS: RecordTable<Agent> = RecordTable::new(tables::AGENTS);
 const IDENTITIES: IndexTable = IndexTable::new(tables::AGENT_IDENTITIES);
 const TICKETS: RecordTable<ShellTicket> = RecordTable::new(tables::SHELL_TICKETS);
+const SESSIONS: RecordTable<ShellSession> = RecordTable::new(tables::SHELL_SESSIONS);
 
 pub fn insert_token(
     txn: &WriteTransaction,
@@ -147,4 +151,48 @@ pub fn remove_expired_tickets(txn: &WriteTransaction, now: Timestamp) -> Result<
         TICKETS.remove(txn, digest)?;
     }
     Ok(expired.len())
+}
+
+fn shell_session_key(org: &OrgId, agent: &AgentId, id: &ShellSessionId) -> String {
+    composite_key(&composite_key(org.as_str(), agent.as_str()), id.as_str())
+}
+
+/// Inserts or replaces a shell session row (at its start, then with its end).
+pub fn put_shell_session(txn: &WriteTransaction, session: &ShellSession) -> Result<(), StoreError> {
+    let key = shell_session_key(&session.org_id, &session.agent_id, &session.id);
+    SESSIONS.insert(txn, &key, session)
+}
+
+/// One page of an agent's shell sessions, newest first, older than `before` when given.
+///
+/// `Scan` walks forward only, so this reads the range backwards itself; session ids are ULIDs,
+/// so key order under one agent is start order.
+pub fn shell_sessions_newest_first(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    agent: &AgentId,
+    before: Option<&ShellSessionId>,
+    limit: usize,
+) -> Result<Vec<ShellSession>, StoreError> {
+    use std::ops::Bound;
+
+    let owner = composite_key(org.as_str(), agent.as_str());
+    let start = owner_prefix(&owner);
+    // Keys of this agent are `{org}/{agent}/…`; `0` is the character right after `/`, so
+    // `{org}/{agent}0` is the first key past them.
+    let end = match before {
+        Some(id) => shell_session_key(org, agent, id),
+        None => format!("{owner}0"),
+    };
+    let table = txn.open_table(SESSIONS.definition())?;
+    let range = table.range::<&str>((
+        Bound::Included(start.as_str()),
+        Bound::Excluded(end.as_str()),
+    ))?;
+    let mut sessions = Vec::new();
+    for entry in range.rev().take(limit) {
+        let (_, value) = entry?;
+        sessions.push(crate::store::codec::decode::<ShellSession>(value.value())?);
+    }
+    Ok(sessions)
 }

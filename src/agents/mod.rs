@@ -13,6 +13,7 @@ pub mod host;
 pub mod hub;
 pub mod model;
 pub mod protocol;
+pub mod sessions;
 pub mod terminal;
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! Stored records of agents, enrolment tokens and shell tickets, and the pure rules over them:
-//! when a ticket may be redeemed, and how long an agent may stay silent.
+//! Stored records of agents, enrolment tokens, shell tickets and shell sessions, and the pure
+//! rules over them: when a ticket may be redeemed, and how long an agent may stay silent.
 //!
 //! Invariants: no secret is ever stored, only its SHA-256 digest (the token or ticket itself
 //! exists in one HTTP response and on the holder's side); a ticket is bound to one user, one
@@ -23,6 +23,11 @@ crate::typed_id!(
     /// An agent enrolment token (`tok_…`).
     EnrolmentTokenId,
     "tok_"
+);
+crate::typed_id!(
+    /// One terminal session on an agent (`shs_…`); ULIDs, so id order is start order.
+    ShellSessionId,
+    "shs_"
 );
 
 /// How often an agent reports; the protocol's heartbeat.
@@ -81,6 +86,29 @@ pub struct ShellTicket {
 
 impl Record for ShellTicket {
     const KIND: &'static str = "shell_ticket";
+}
+
+/// The record of one terminal session, written when it starts and completed when it ends, in
+/// the same transactions as its `agent.shell.started` and `agent.shell.ended` audit events.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShellSession {
+    pub id: ShellSessionId,
+    pub org_id: OrgId,
+    pub agent_id: AgentId,
+    pub user_id: UserId,
+    /// The client address the terminal websocket came from.
+    pub ip: Option<String>,
+    pub started_at: Timestamp,
+    /// None while the session runs, or if the server stopped before it could record the end.
+    pub ended_at: Option<Timestamp>,
+    pub bytes_to_shell: u64,
+    pub bytes_from_shell: u64,
+    /// Why the session ended, in words (`the browser closed the terminal`, `exit status 0`…).
+    pub reason: Option<String>,
+}
+
+impl Record for ShellSession {
+    const KIND: &'static str = "shell_session";
 }
 
 /// Why a presented ticket is refused; every case answers the same `401 invalid_ticket`.

@@ -7,7 +7,8 @@
 //! is stored as a SHA-256 digest and removed in the same transaction that checks it, so two
 //! concurrent presentations cannot both win. The `Origin` check runs before the ticket is
 //! touched, so a cross-site attempt does not burn it. Every session is audited when it starts
-//! and when it ends (who, agent, duration, bytes each way).
+//! and when it ends (who, agent, duration, bytes each way), and its `ShellSession` row is
+//! written in those same two transactions, so the session list and the audit log agree.
 
 use std::time::Instant;
 
@@ -24,7 +25,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::hub::{OpenRefusal, ShellEvent, ToAgent};
-use super::model::{self, Agent, AgentId, ShellTicket};
+use super::model::{self, Agent, AgentId, ShellSession, ShellSessionId, ShellTicket};
 use super::protocol::{self, ServerMessage, TerminalControl};
 use super::{Agents, db};
 use crate::auth::audit::{self, Actor};
@@ -145,9 +146,21 @@ async fn open_terminal(
         email: None,
         ip: Some(client.to_string()),
     };
+    let record = ShellSession {
+        id: ShellSessionId::generate(),
+        org_id: agent.org_id.clone(),
+        agent_id: agent.id.clone(),
+        user_id: ticket.user_id,
+        ip: actor.ip.clone(),
+        started_at: agents.clock().now(),
+        ended_at: None,
+        bytes_to_shell: 0,
+        bytes_from_shell: 0,
+        reason: None,
+    };
     Ok(upgrade
         .max_message_size(protocol::MAX_MESSAGE_BYTES)
-        .on_upgrade(move |socket| serve_terminal(agents, agent, actor, socket)))
+        .on_upgrade(move |socket| serve_terminal(agents, agent, actor, record, socket)))
 }
 
 /// Spends the ticket of `query` and returns it with its agent, or `401 invalid_ticket`.
@@ -194,7 +207,13 @@ struct Traffic {
     from_shell: u64,
 }
 
-async fn serve_terminal(agents: Agents, agent: Agent, actor: Actor, mut socket: WebSocket) {
+async fn serve_terminal(
+    agents: Agents,
+    agent: Agent,
+    actor: Actor,
+    mut record: ShellSession,
+    mut socket: WebSocket,
+) {
     let link = match agents.hub().open_session(&agent.id) {
         Ok(link) => link,
         Err(refusal) => {
@@ -208,8 +227,10 @@ async fn serve_terminal(agents: Agents, agent: Agent, actor: Actor, mut socket: 
     };
     let session = link.session;
     let started = Instant::now();
-    let detail = json!({"session": session, "hostname": agent.hostname});
-    if let Err(error) = write_audit(&agents, &agent, &actor, "agent.shell.started", detail).await {
+    let detail =
+        json!({"session": session, "shell_session": record.id, "hostname": agent.hostname});
+    let started_event = ("agent.shell.started", detail);
+    if let Err(error) = write_audit(&agents, &actor, started_event, &record).await {
         // A session that cannot be audited does not run.
         tracing::warn!(%error, "cannot audit a shell session; refusing it");
         agents.hub().end_session(&agent.id, session);
@@ -228,15 +249,21 @@ async fn serve_terminal(agents: Agents, agent: Agent, actor: Actor, mut socket: 
         relay(&agents, link, &mut socket, &mut traffic).await
     };
     agents.hub().end_session(&agent.id, session);
+    record.ended_at = Some(agents.clock().now());
+    record.bytes_to_shell = traffic.to_shell;
+    record.bytes_from_shell = traffic.from_shell;
+    record.reason = Some(reason.clone());
     let detail = json!({
         "session": session,
+        "shell_session": record.id,
         "hostname": agent.hostname,
         "duration_ms": started.elapsed().as_millis() as u64,
         "bytes_to_shell": traffic.to_shell,
         "bytes_from_shell": traffic.from_shell,
         "reason": reason,
     });
-    if let Err(error) = write_audit(&agents, &agent, &actor, "agent.shell.ended", detail).await {
+    let ended_event = ("agent.shell.ended", detail);
+    if let Err(error) = write_audit(&agents, &actor, ended_event, &record).await {
         tracing::warn!(%error, "cannot audit the end of a shell session");
     }
 }
@@ -304,18 +331,20 @@ async fn relay(
     reason
 }
 
+/// Writes the audit event `(action, detail)` and the session row `record` in one transaction.
 async fn write_audit(
     agents: &Agents,
-    agent: &Agent,
     actor: &Actor,
-    action: &'static str,
-    detail: serde_json::Value,
+    (action, detail): (&'static str, serde_json::Value),
+    record: &ShellSession,
 ) -> Result<(), StoreError> {
-    let (org, target, actor) = (agent.org_id.clone(), agent.id.to_string(), actor.clone());
+    let (org, target) = (record.org_id.clone(), record.agent_id.to_string());
+    let (actor, record) = (actor.clone(), record.clone());
     let now = agents.clock().now();
     agents
         .store()
         .write(move |txn| {
+            db::put_shell_session(txn, &record)?;
             audit::record(
                 txn,
                 Some(&org),

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 10;
+pub const CURRENT_VERSION: u32 = 11;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -83,6 +83,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 10,
         description: "alert tables",
         apply: create_alert_tables,
+    },
+    Migration {
+        version: 11,
+        description: "shell session table",
+        apply: create_shell_session_table,
     },
 ];
 
@@ -327,6 +332,11 @@ fn create_alerting_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
 fn create_alert_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::ALERTS))?;
     txn.open_table(IndexTable::new(tables::LIVE_ALERTS).definition())?;
+    Ok(())
+}
+
+fn create_shell_session_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::SHELL_SESSIONS))?;
     Ok(())
 }
 

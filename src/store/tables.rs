@@ -140,6 +140,7 @@ pub const ALL: &[TableSpec] = &[
     bytes(INCIDENTS),
     bytes(ALERTS),
     text(LIVE_ALERTS),
+    bytes(SHELL_SESSIONS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -243,6 +244,11 @@ pub const INCIDENTS: &str = "orgid_incidentid_incident";
 pub const ALERTS: &str = "orgid_alertid_alert";
 /// `{org_id}/{dedup key, escaped}` -> id of the firing alert with that key (removed on resolve).
 pub const LIVE_ALERTS: &str = "orgid_dedupkey_alertid";
+
+// Terminal session records (schema 11).
+
+/// `{org_id}/{agent_id}/{shell_session_id}` -> one terminal session (user, times, bytes, reason).
+pub const SHELL_SESSIONS: &str = "orgid_agentid_sessionid_shellsession";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -1,6 +1,6 @@
 //! The terminal through the real binary: single-use shell tickets, the Origin check, an
 //! interactive round trip to a PTY on a real `lookout agent`, resize, `--no-shell`, and the
-//! audit entries of every session.
+//! audit entries and session list (`GET /api/v1/agents/{id}/sessions`) of every session.
 
 use std::time::Duration;
 
@@ -10,8 +10,8 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::agents_support::{
-    audit_entries, online_agent, open_refused, open_websocket, read_close, read_until, runtime,
-    server_with_owner, ticket, type_bytes,
+    OWNER, audit_entries, online_agent, open_refused, open_websocket, read_close, read_until,
+    runtime, server_with_owner, ticket, type_bytes,
 };
 use crate::auth_support::{add_user, bearer, create_key, sign_in};
 use crate::harness::{text, wait_for};
@@ -61,6 +61,71 @@ fn a_terminal_runs_commands_resizes_and_is_audited() {
     }
     assert!(ended[0]["detail"]["bytes_to_shell"].as_u64().unwrap() > 0);
     assert!(ended[0]["detail"]["bytes_from_shell"].as_u64().unwrap() > 0);
+
+    // A second, short session: the list shows both, newest first, one per page with limit=1.
+    let url = ticket(&server, &session, agent_id)["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    runtime.block_on(async {
+        let mut terminal = open_websocket(&url, None, None).await.expect("terminal");
+        type_bytes(
+            &mut terminal,
+            "exit
+",
+        )
+        .await;
+        read_close(&mut terminal).await;
+    });
+    let sessions_path = format!("/api/v1/agents/{agent_id}/sessions");
+    let sessions = wait_for("both sessions ended", Duration::from_secs(10), || {
+        let reply = session.get(&server, &sessions_path);
+        assert_eq!(reply.status, 200, "{}", text(&reply.body));
+        let items = reply.json()["items"].as_array().unwrap().clone();
+        let ended = items.iter().all(|item| item["ended_at"].is_string());
+        (items.len() == 2 && ended).then_some(items)
+    });
+    let (newest, oldest) = (&sessions[0], &sessions[1]);
+    assert!(newest["started_at"].as_str() >= oldest["started_at"].as_str());
+    for item in &sessions {
+        assert_eq!(item["agent_id"], agent_id);
+        assert_eq!(item["user_id"], session.user_id().as_str());
+        assert_eq!(item["user_email"], OWNER);
+        assert!(item["ended_at"].as_str() >= item["started_at"].as_str());
+        assert!(item["reason"].is_string(), "{item}");
+    }
+    // The first session matches its audit entry byte for byte.
+    assert_eq!(
+        oldest["bytes_to_shell"],
+        ended[0]["detail"]["bytes_to_shell"]
+    );
+    assert_eq!(
+        oldest["bytes_from_shell"],
+        ended[0]["detail"]["bytes_from_shell"]
+    );
+    assert_eq!(newest["bytes_to_shell"], "exit\n".len());
+    let first_page = session
+        .get(&server, &format!("{sessions_path}?limit=1"))
+        .json();
+    assert_eq!(first_page["items"][0]["id"], newest["id"]);
+    let cursor = first_page["next_cursor"].as_str().expect("a next page");
+    let second_page = session
+        .get(&server, &format!("{sessions_path}?limit=1&cursor={cursor}"))
+        .json();
+    assert_eq!(second_page["items"][0]["id"], oldest["id"]);
+    assert_eq!(second_page["next_cursor"], serde_json::Value::Null);
+    let bad = session.get(&server, &format!("{sessions_path}?cursor=nope"));
+    assert_eq!(bad.status, 400);
+
+    // Admins only: a viewer is refused; an unknown agent is 404.
+    add_user(&server, "viewer@example.com", "viewer");
+    let viewer = sign_in(&server, "viewer@example.com");
+    assert_eq!(viewer.get(&server, &sessions_path).status, 403);
+    let unknown = session.get(
+        &server,
+        "/api/v1/agents/agt_01J00000000000000000000000/sessions",
+    );
+    assert_eq!(unknown.status, 404);
 }
 
 #[test]
