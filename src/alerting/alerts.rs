@@ -162,11 +162,11 @@ fn reports_of(value: Value) -> Result<Vec<AlertReport>, ApiError> {
 /// Raises, refreshes or resolves alerts reported by external monitoring.
 #[utoipa::path(post, path = "/api/v1/alerts/webhook", tag = "alerts",
     request_body(content = Object, description = "the generic alert body, or an Alertmanager webhook payload (version 4)"),
-    params(("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
+    params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
+        ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 200, body = AlertWebhookResponse),
         (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")),
-    security(("inbound_token" = [])))]
+        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
 async fn alert_webhook(
     State(notify): State<Notify>,
     inbound: Inbound<AlertsKind>,

@@ -133,11 +133,11 @@ fn validated(request: &JenkinsNotification) -> Result<BuildNotification, ApiErro
 /// Records one Jenkins Notification plugin message; answers with the build as it now stands.
 #[utoipa::path(post, path = "/api/v1/jenkins/notify", tag = "builds",
     request_body = JenkinsNotification,
-    params(("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
+    params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
+        ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 200, body = BuildResponse),
         (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")),
-    security(("inbound_token" = [])))]
+        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
 async fn jenkins_notify(
     State(notify): State<Notify>,
     inbound: Inbound<JenkinsKind>,

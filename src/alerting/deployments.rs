@@ -175,11 +175,11 @@ fn deployment_event(name: &'static str, deployment: &Deployment, base_url: &str)
 /// existing one).
 #[utoipa::path(post, path = "/api/v1/deployments/webhook", tag = "deployments",
     request_body = DeploymentWebhookRequest,
-    params(("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
+    params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
+        ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 201, body = DeploymentResponse), (status = 200, body = DeploymentResponse),
         (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")),
-    security(("inbound_token" = [])))]
+        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
 async fn deployment_webhook(
     State(notify): State<Notify>,
     inbound: Inbound<DeploymentsKind>,

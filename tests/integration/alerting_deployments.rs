@@ -127,3 +127,42 @@ fn reports_without_external_id_are_separate_and_the_list_pages() {
         .unwrap();
     assert_eq!(anonymous.status().as_u16(), 401);
 }
+
+#[test]
+fn a_deployment_and_a_firing_alert_are_found_again_after_a_restart() {
+    let mut server = webhook_server(&[]);
+    let session = owner(&server);
+    let deployments = inbound_secret(&server, &session, "deployments");
+    let alerts = inbound_secret(&server, &session, "alerts");
+    let started = json!({"service": "api", "environment": "production", "version": "7",
+        "status": "started", "external_id": "pipeline-7"});
+    let first = post_inbound(
+        &server,
+        "/api/v1/deployments/webhook",
+        &deployments,
+        &started,
+    );
+    assert_eq!(first.status, 201, "{}", text(&first.body));
+    let firing = json!({"title": "Latency", "severity": "warning", "status": "firing",
+        "dedup_key": "latency"});
+    let fired = post_inbound(&server, "/api/v1/alerts/webhook", &alerts, &firing).json();
+
+    server.restart();
+
+    // Tokens, the external id index and the live-alert index all come back from the store.
+    let mut finished = started.clone();
+    finished["status"] = json!("failed");
+    let done = post_inbound(
+        &server,
+        "/api/v1/deployments/webhook",
+        &deployments,
+        &finished,
+    );
+    assert_eq!(done.status, 200, "{}", text(&done.body));
+    assert_eq!(done.json()["id"], first.json()["id"]);
+    let mut resolved = firing.clone();
+    resolved["status"] = json!("resolved");
+    let ended = post_inbound(&server, "/api/v1/alerts/webhook", &alerts, &resolved).json();
+    assert_eq!(ended["resolved"], 1, "{ended}");
+    assert_eq!(ended["items"][0]["id"], fired["items"][0]["id"]);
+}
