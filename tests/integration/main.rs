@@ -2,6 +2,7 @@
 //! temporary data dir, driven over HTTP, the admin socket and the command line.
 
 mod agents_connect;
+mod agents_lifecycle;
 mod agents_support;
 mod agents_terminal;
 mod alerting_alerts;
