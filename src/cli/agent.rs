@@ -16,7 +16,8 @@ pub struct AgentArgs {
     #[arg(long, value_name = "URL")]
     pub server: url::Url,
     /// An enrolment token from POST /api/v1/agents/enrolment-tokens
-    #[arg(long, value_name = "TOKEN")]
+    // Tokens are base64url and may start with `-`: take the next argument as the value anyway.
+    #[arg(long, value_name = "TOKEN", allow_hyphen_values = true)]
     pub token: String,
     /// Refuse every terminal session: no shell is ever started for the server
     #[arg(long)]
@@ -59,5 +60,29 @@ fn default_shell() -> PathBuf {
         bash.to_path_buf()
     } else {
         PathBuf::from("/bin/sh")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn a_token_starting_with_a_hyphen_is_a_value() {
+        let args = [
+            "lookout",
+            "agent",
+            "--server",
+            "http://127.0.0.1:8080",
+            "--token",
+            "-Jt0ken_x",
+        ];
+        let cli = Cli::try_parse_from(args).expect("parses");
+        match cli.command {
+            Command::Agent(agent) => assert_eq!(agent.token, "-Jt0ken_x"),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 }
