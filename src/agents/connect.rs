@@ -25,6 +25,9 @@ use crate::auth::audit::{self, Actor};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ErrorCode};
 
+/// Initial read and write buffer of one agent connection.
+const AGENT_BUFFER_BYTES: usize = 4 * 1024;
+
 /// Websocket pings keep proxies from closing an idle connection and prove the peer is there.
 const PING_INTERVAL: Duration = Duration::from_secs(25);
 /// How long an agent has to say hello after the upgrade.
@@ -59,6 +62,11 @@ async fn connect(
     Ok(upgrade
         .max_message_size(protocol::MAX_MESSAGE_BYTES)
         .max_frame_size(protocol::MAX_MESSAGE_BYTES)
+        // Agent messages are a few hundred bytes; the default 128 KiB read and write buffers
+        // per connection are what held 5,000 agents' memory (about 137 KiB each). The buffers
+        // still grow for a large message.
+        .read_buffer_size(AGENT_BUFFER_BYTES)
+        .write_buffer_size(AGENT_BUFFER_BYTES)
         .on_upgrade(move |socket| serve_agent(agents, token, socket)))
 }
 
