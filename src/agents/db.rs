@@ -14,10 +14,10 @@ use super::model::{
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
 use crate::store::tables::{self, composite_key, owner_prefix};
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, SecretTable, StoreError};
 
-const TOKENS: RecordTable<EnrolmentToken> = RecordTable::new(tables::ENROLMENT_TOKENS);
-const TOKEN_DIGESTS: IndexTable = IndexTable::new(tables::ENROLMENT_TOKEN_DIGESTS);
+const TOKENS: SecretTable<EnrolmentToken> =
+    SecretTable::new(tables::ENROLMENT_TOKENS, tables::ENROLMENT_TOKEN_DIGESTS);
 const AGENTS: RecordTable<Agent> = RecordTable::new(tables::AGENTS);
 const IDENTITIES: IndexTable = IndexTable::new(tables::AGENT_IDENTITIES);
 const TICKETS: RecordTable<ShellTicket> = RecordTable::new(tables::SHELL_TICKETS);
@@ -28,14 +28,11 @@ pub fn insert_token(
     token: &EnrolmentToken,
     digest: &str,
 ) -> Result<(), StoreError> {
-    let key = composite_key(token.org_id.as_str(), token.id.as_str());
-    TOKENS.insert(txn, &key, token)?;
-    TOKEN_DIGESTS.insert(txn, digest, &key)
+    TOKENS.insert(txn, token.org_id.as_str(), token.id.as_str(), token, digest)
 }
 
 pub fn put_token(txn: &WriteTransaction, token: &EnrolmentToken) -> Result<(), StoreError> {
-    let key = composite_key(token.org_id.as_str(), token.id.as_str());
-    TOKENS.insert(txn, &key, token)
+    TOKENS.put(txn, token.org_id.as_str(), token.id.as_str(), token)
 }
 
 pub fn token_of_org(
@@ -43,27 +40,19 @@ pub fn token_of_org(
     org: &OrgId,
     id: &EnrolmentTokenId,
 ) -> Result<Option<EnrolmentToken>, StoreError> {
-    TOKENS.get(txn, &composite_key(org.as_str(), id.as_str()))
+    TOKENS.get(txn, org.as_str(), id.as_str())
 }
 
 pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<EnrolmentToken>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let rows = TOKENS.scan(txn, Scan::prefix(&prefix))?;
-    Ok(rows.into_iter().map(|(_, token)| token).collect())
+    TOKENS.list(txn, org.as_str())
 }
 
-/// The token whose secret hashes to `digest`, revoked or not.
+/// The token whose secret hashes to `digest` (hex), revoked or not.
 pub fn find_token_by_digest(
     txn: &impl ReadTxn,
     digest: &str,
 ) -> Result<Option<EnrolmentToken>, StoreError> {
-    let Some(key) = TOKEN_DIGESTS.get(txn, digest)? else {
-        return Ok(None);
-    };
-    TOKENS.get(txn, &key)?.map(Some).ok_or(StoreError::Corrupt {
-        what: "enrolment token index",
-        detail: format!("{key} is indexed but missing"),
-    })
+    TOKENS.find_by_digest(txn, digest)
 }
 
 pub fn put_agent(txn: &WriteTransaction, agent: &Agent) -> Result<(), StoreError> {

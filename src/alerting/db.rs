@@ -18,10 +18,10 @@ use super::model::{
 };
 use crate::accounts::model::OrgId;
 use crate::store::tables::{self, composite_key, owner_prefix};
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, SecretTable, StoreError};
 
-const TOKENS: RecordTable<InboundToken> = RecordTable::new(tables::INBOUND_TOKENS);
-const TOKEN_DIGESTS: IndexTable = IndexTable::new(tables::INBOUND_TOKEN_DIGESTS);
+const TOKENS: SecretTable<InboundToken> =
+    SecretTable::new(tables::INBOUND_TOKENS, tables::INBOUND_TOKEN_DIGESTS);
 const DEPLOYMENTS: RecordTable<Deployment> = RecordTable::new(tables::DEPLOYMENTS);
 const EXTERNAL_IDS: IndexTable = IndexTable::new(tables::DEPLOYMENT_EXTERNAL_IDS);
 const DEPLOYMENT_TIMES: IndexTable = IndexTable::new(tables::DEPLOYMENT_TIMES);
@@ -50,14 +50,11 @@ pub fn insert_token(
     token: &InboundToken,
     digest: &str,
 ) -> Result<(), StoreError> {
-    let key = composite_key(token.org_id.as_str(), token.id.as_str());
-    TOKENS.insert(txn, &key, token)?;
-    TOKEN_DIGESTS.insert(txn, digest, &key)
+    TOKENS.insert(txn, token.org_id.as_str(), token.id.as_str(), token, digest)
 }
 
 pub fn put_token(txn: &WriteTransaction, token: &InboundToken) -> Result<(), StoreError> {
-    let key = composite_key(token.org_id.as_str(), token.id.as_str());
-    TOKENS.insert(txn, &key, token)
+    TOKENS.put(txn, token.org_id.as_str(), token.id.as_str(), token)
 }
 
 pub fn token_of_org(
@@ -65,13 +62,11 @@ pub fn token_of_org(
     org: &OrgId,
     id: &InboundTokenId,
 ) -> Result<Option<InboundToken>, StoreError> {
-    TOKENS.get(txn, &composite_key(org.as_str(), id.as_str()))
+    TOKENS.get(txn, org.as_str(), id.as_str())
 }
 
 pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<InboundToken>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let rows = TOKENS.scan(txn, Scan::prefix(&prefix))?;
-    Ok(rows.into_iter().map(|(_, token)| token).collect())
+    TOKENS.list(txn, org.as_str())
 }
 
 /// The token whose secret hashes to `digest` (hex), revoked or not.
@@ -79,13 +74,7 @@ pub fn find_token_by_digest(
     txn: &impl ReadTxn,
     digest: &str,
 ) -> Result<Option<InboundToken>, StoreError> {
-    let Some(key) = TOKEN_DIGESTS.get(txn, digest)? else {
-        return Ok(None);
-    };
-    TOKENS
-        .get(txn, &key)?
-        .map(Some)
-        .ok_or_else(|| corrupt("inbound token index", &key))
+    TOKENS.find_by_digest(txn, digest)
 }
 
 // ---- deployments ----

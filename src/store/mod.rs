@@ -28,7 +28,9 @@ use std::time::Duration;
 use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use tokio::sync::oneshot;
 
-pub use table::{IndexTable, ReadTxn, RecordTable, Scan, meta_get, meta_put, meta_remove};
+pub use table::{
+    IndexTable, ReadTxn, RecordTable, Scan, SecretTable, meta_get, meta_put, meta_remove,
+};
 
 /// How long a client is told to wait before retrying a write refused by a degraded store.
 pub const RETRY_AFTER: Duration = Duration::from_secs(5);

@@ -239,3 +239,80 @@ pub fn meta_remove(txn: &WriteTransaction, key: &str) -> Result<(), StoreError> 
     txn.open_table(super::tables::META)?.remove(key)?;
     Ok(())
 }
+
+/// Records owned by an organisation and found by the SHA-256 digest of a secret (API-style
+/// tokens): the record under `{owner}/{id}`, and `digest -> {owner}/{id}`, always written
+/// together, so a digest never points at a missing record.
+pub struct SecretTable<R> {
+    records: RecordTable<R>,
+    digests: IndexTable,
+}
+
+impl<R: Record> SecretTable<R> {
+    pub const fn new(records: &'static str, digests: &'static str) -> Self {
+        SecretTable {
+            records: RecordTable::new(records),
+            digests: IndexTable::new(digests),
+        }
+    }
+
+    /// Stores a new record and the digest of its secret.
+    pub fn insert(
+        &self,
+        txn: &WriteTransaction,
+        owner: &str,
+        id: &str,
+        record: &R,
+        digest: &str,
+    ) -> Result<(), StoreError> {
+        let key = super::tables::composite_key(owner, id);
+        self.records.insert(txn, &key, record)?;
+        self.digests.insert(txn, digest, &key)
+    }
+
+    /// Replaces an existing record (its secret is unchanged).
+    pub fn put(
+        &self,
+        txn: &WriteTransaction,
+        owner: &str,
+        id: &str,
+        record: &R,
+    ) -> Result<(), StoreError> {
+        self.records
+            .insert(txn, &super::tables::composite_key(owner, id), record)
+    }
+
+    pub fn get(&self, txn: &impl ReadTxn, owner: &str, id: &str) -> Result<Option<R>, StoreError> {
+        self.records
+            .get(txn, &super::tables::composite_key(owner, id))
+    }
+
+    /// Every record of `owner`, in id order.
+    pub fn list(&self, txn: &impl ReadTxn, owner: &str) -> Result<Vec<R>, StoreError> {
+        let prefix = super::tables::owner_prefix(owner);
+        Ok(self
+            .records
+            .scan(txn, Scan::prefix(&prefix))?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
+    }
+
+    /// The record whose secret hashes to `digest`, revoked or not.
+    pub fn find_by_digest(
+        &self,
+        txn: &impl ReadTxn,
+        digest: &str,
+    ) -> Result<Option<R>, StoreError> {
+        let Some(key) = self.digests.get(txn, digest)? else {
+            return Ok(None);
+        };
+        match self.records.get(txn, &key)? {
+            Some(record) => Ok(Some(record)),
+            None => Err(StoreError::Corrupt {
+                what: R::KIND,
+                detail: format!("{key} is indexed but missing"),
+            }),
+        }
+    }
+}
