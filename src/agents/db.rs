@@ -77,18 +77,7 @@ pub fn agents_of_org(
     after: Option<&AgentId>,
     limit: usize,
 ) -> Result<Vec<Agent>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
-    let scan = Scan {
-        prefix: &prefix,
-        after: after.as_deref(),
-        limit,
-    };
-    Ok(AGENTS
-        .scan(txn, scan)?
-        .into_iter()
-        .map(|(_, agent)| agent)
-        .collect())
+    AGENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 /// The agent that `token`'s host `hostname` enrolled as before, if any.

@@ -17,8 +17,8 @@ use super::model::{
     Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, IncidentId,
 };
 use crate::accounts::model::OrgId;
-use crate::store::tables::{self, composite_key, owner_prefix};
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, SecretTable, StoreError};
+use crate::store::tables::{self, composite_key};
+use crate::store::{IndexTable, ReadTxn, RecordTable, SecretTable, StoreError};
 
 const TOKENS: SecretTable<InboundToken> =
     SecretTable::new(tables::INBOUND_TOKENS, tables::INBOUND_TOKEN_DIGESTS);
@@ -132,18 +132,7 @@ pub fn deployments_of_org(
     after: Option<&DeploymentId>,
     limit: usize,
 ) -> Result<Vec<Deployment>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
-    let scan = Scan {
-        prefix: &prefix,
-        after: after.as_deref(),
-        limit,
-    };
-    Ok(DEPLOYMENTS
-        .scan(txn, scan)?
-        .into_iter()
-        .map(|(_, deployment)| deployment)
-        .collect())
+    DEPLOYMENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 // ---- builds ----
@@ -182,18 +171,7 @@ pub fn builds_of_org(
     after: Option<&BuildId>,
     limit: usize,
 ) -> Result<Vec<Build>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
-    let scan = Scan {
-        prefix: &prefix,
-        after: after.as_deref(),
-        limit,
-    };
-    Ok(BUILDS
-        .scan(txn, scan)?
-        .into_iter()
-        .map(|(_, build)| build)
-        .collect())
+    BUILDS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 // ---- incidents ----
@@ -218,18 +196,7 @@ pub fn incidents_of_org(
     after: Option<&IncidentId>,
     limit: usize,
 ) -> Result<Vec<Incident>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
-    let scan = Scan {
-        prefix: &prefix,
-        after: after.as_deref(),
-        limit,
-    };
-    Ok(INCIDENTS
-        .scan(txn, scan)?
-        .into_iter()
-        .map(|(_, incident)| incident)
-        .collect())
+    INCIDENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 // ---- alerts ----
@@ -286,18 +253,7 @@ pub fn alerts_of_org(
     after: Option<&AlertId>,
     limit: usize,
 ) -> Result<Vec<Alert>, StoreError> {
-    let prefix = owner_prefix(org.as_str());
-    let after = after.map(|id| composite_key(org.as_str(), id.as_str()));
-    let scan = Scan {
-        prefix: &prefix,
-        after: after.as_deref(),
-        limit,
-    };
-    Ok(ALERTS
-        .scan(txn, scan)?
-        .into_iter()
-        .map(|(_, alert)| alert)
-        .collect())
+    ALERTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 #[cfg(test)]

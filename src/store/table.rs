@@ -172,6 +172,28 @@ impl<R: Record> RecordTable<R> {
     pub fn row_count(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
         txn.open(self.def)?.row_count()
     }
+
+    /// One page of the records keyed `{owner}/{id}`, in id order, after the id `after`.
+    pub fn page_of_owner(
+        &self,
+        txn: &impl ReadTxn,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<R>, StoreError> {
+        let prefix = super::tables::owner_prefix(owner);
+        let after = after.map(|id| super::tables::composite_key(owner, id));
+        let scan = Scan {
+            prefix: &prefix,
+            after: after.as_deref(),
+            limit,
+        };
+        Ok(self
+            .scan(txn, scan)?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
+    }
 }
 
 /// A table mapping a string key to an id (a secondary index or a membership set).
