@@ -277,6 +277,11 @@ pub async fn run(
     // Websocket tasks outlive their HTTP connection; this tells them the server is stopping.
     let (stop_agents, agents_stopping) = tokio::sync::watch::channel(false);
     let agents = Agents::new(store.clone(), clock.clone(), &base_url, agents_stopping);
+    let evaluator = crate::alerting::evaluator::Evaluator::new(
+        notify.clone(),
+        agents.clone(),
+        config.web_error_alerts.clone(),
+    );
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
@@ -324,6 +329,8 @@ pub async fn run(
         ingest,
         stop_admin.subscribe(),
     ));
+    let alert_rules =
+        tokio::spawn(evaluator.run(config.alert_eval_interval, stop_admin.subscribe()));
     // Deliveries due before this start (a restart, a crash) go out as soon as it runs.
     let deliveries = tokio::spawn(crate::notify::worker::run(notify, stop_admin.subscribe()));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
@@ -339,6 +346,7 @@ pub async fn run(
     let _ = watchdog.await;
     let _ = admin.await;
     let _ = retention.await;
+    let _ = alert_rules.await;
     let _ = deliveries.await;
     // Requests are done: commit what the index has pending before the store goes.
     let _ = tokio::task::spawn_blocking(move || search.close()).await;

@@ -53,7 +53,8 @@ pub struct AlertHistoryResponse {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AlertResponse {
     pub id: String,
-    /// webhook or alertmanager.
+    /// webhook or alertmanager (external monitoring), rule (an alert rule) or spike (browser
+    /// error spikes).
     pub source: String,
     pub dedup_key: String,
     pub title: String,
@@ -61,7 +62,7 @@ pub struct AlertResponse {
     pub severity: String,
     pub service: Option<String>,
     pub environment: Option<String>,
-    /// firing or resolved.
+    /// pending, firing or resolved.
     pub state: String,
     pub fired_at: String,
     pub resolved_at: Option<String>,
@@ -70,6 +71,10 @@ pub struct AlertResponse {
     pub labels: std::collections::BTreeMap<String, String>,
     pub url: Option<String>,
     pub history: Vec<AlertHistoryResponse>,
+    /// The rule that raised it (rule alerts).
+    pub rule_id: Option<String>,
+    /// The incident its rule opened with it.
+    pub incident_id: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -90,7 +95,7 @@ pub struct AlertWebhookResponse {
     pub items: Vec<AlertResponse>,
 }
 
-fn alert_view(alert: &Alert) -> AlertResponse {
+pub(super) fn alert_view(alert: &Alert) -> AlertResponse {
     AlertResponse {
         id: alert.id.to_string(),
         source: alert.source.clone(),
@@ -116,10 +121,12 @@ fn alert_view(alert: &Alert) -> AlertResponse {
                 actor_id: entry.actor_id.as_ref().map(ToString::to_string),
             })
             .collect(),
+        rule_id: alert.rule_id.clone(),
+        incident_id: alert.incident_id.clone(),
     }
 }
 
-fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
+pub(super) fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
     let timestamp = alert
         .history
         .last()
@@ -218,7 +225,7 @@ async fn alert_webhook(
 /// Lists the organisation's alerts, oldest first; `state` filters.
 #[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
-        ("state" = Option<String>, Query, description = "firing or resolved")),
+        ("state" = Option<String>, Query, description = "pending, firing or resolved")),
     responses((status = 200, body = AlertList)))]
 async fn list_alerts(
     State(notify): State<Notify>,
@@ -228,13 +235,13 @@ async fn list_alerts(
     let page = PageRequest::from_query(query.as_deref())?;
     let state = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
         .find(|(name, _)| name == "state")
-        .map(|(_, value)| match value.as_ref() {
-            "firing" => Ok(AlertState::Firing),
-            "resolved" => Ok(AlertState::Resolved),
-            _ => Err(ApiError::new(
-                ErrorCode::InvalidParameter,
-                "state: firing or resolved",
-            )),
+        .map(|(_, value)| {
+            AlertState::parse(value.as_ref()).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidParameter,
+                    "state: pending, firing or resolved",
+                )
+            })
         })
         .transpose()?;
     let after = match page.cursor.as_deref() {
@@ -325,7 +332,11 @@ async fn acknowledge_alert(
                 actor_id: Some(user.clone()),
             });
             db::put_alert(txn, &alert)?;
-            notify::emit(txn, &alert_event("alert.acknowledged", &alert, &base_url))?;
+            notify::emit_to(
+                txn,
+                &alert_event("alert.acknowledged", &alert, &base_url),
+                alert.channels.as_deref(),
+            )?;
             Ok(alert)
         })
         .await?;

@@ -24,13 +24,25 @@ crate::typed_id!(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertState {
+    /// A rule's condition is true but its For period has not elapsed (rule alerts only).
+    Pending,
     Firing,
     Resolved,
 }
 
 impl AlertState {
+    pub fn parse(text: &str) -> Option<AlertState> {
+        match text {
+            "pending" => Some(AlertState::Pending),
+            "firing" => Some(AlertState::Firing),
+            "resolved" => Some(AlertState::Resolved),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
+            AlertState::Pending => "pending",
             AlertState::Firing => "firing",
             AlertState::Resolved => "resolved",
         }
@@ -50,7 +62,8 @@ pub struct AlertHistoryEntry {
 pub struct Alert {
     pub id: AlertId,
     pub org_id: OrgId,
-    /// `webhook` or `alertmanager`.
+    /// `webhook` or `alertmanager` (external), `rule` (an alert rule) or `spike` (browser
+    /// error spikes).
     pub source: String,
     pub dedup_key: String,
     pub title: String,
@@ -68,6 +81,22 @@ pub struct Alert {
     pub labels: BTreeMap<String, String>,
     pub url: Option<String>,
     pub history: Vec<AlertHistoryEntry>,
+    /// The rule that raised it (`rul_…`), for rule alerts.
+    #[serde(default)]
+    pub rule_id: Option<String>,
+    /// The channels its events go to; `None` is every channel whose filter matches.
+    #[serde(default)]
+    pub channels: Option<Vec<String>>,
+    /// The incident its rule opened with it, if any.
+    #[serde(default)]
+    pub incident_id: Option<String>,
+}
+
+impl Alert {
+    /// Raised by external monitoring through the alerts webhook (and so found by dedup key).
+    pub fn is_external(&self) -> bool {
+        self.source == "webhook" || self.source == "alertmanager"
+    }
 }
 
 impl Record for Alert {
@@ -142,7 +171,7 @@ pub fn apply_alert_report(
         actor_id: None,
     };
     match (live, report.state) {
-        (None, AlertState::Resolved) => AlertChange::Ignored,
+        (None, AlertState::Resolved | AlertState::Pending) => AlertChange::Ignored,
         (None, AlertState::Firing) => AlertChange::Fired(Alert {
             id: new_id,
             org_id: org.clone(),
@@ -161,6 +190,9 @@ pub fn apply_alert_report(
             labels: report.labels.clone(),
             url: report.url.clone(),
             history: vec![history("fired")],
+            rule_id: None,
+            channels: None,
+            incident_id: None,
         }),
         (Some(alert), state) => {
             let mut next = alert.clone();

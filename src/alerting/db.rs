@@ -16,6 +16,7 @@ use super::incidents_model::Incident;
 use super::model::{
     Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, IncidentId,
 };
+use super::rules_model::{AlertRule, RuleId, RuleState};
 use crate::accounts::model::OrgId;
 use crate::store::tables::{self, composite_key};
 use crate::store::{IndexTable, ReadTxn, RecordTable, SecretTable, StoreError};
@@ -30,6 +31,22 @@ const BUILD_NUMBERS: IndexTable = IndexTable::new(tables::BUILD_NUMBERS);
 const INCIDENTS: RecordTable<Incident> = RecordTable::new(tables::INCIDENTS);
 const ALERTS: RecordTable<Alert> = RecordTable::new(tables::ALERTS);
 const LIVE_ALERTS: IndexTable = IndexTable::new(tables::LIVE_ALERTS);
+const RULES: RecordTable<AlertRule> = RecordTable::new(tables::ALERT_RULES);
+const RULE_STATES: RecordTable<RuleState> = RecordTable::new(tables::RULE_STATES);
+const SPIKE_STATES: RecordTable<SpikeState> = RecordTable::new(tables::SPIKE_STATES);
+
+/// An organisation's browser-error spike state.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SpikeState {
+    /// The spike alert firing now, if any.
+    pub live: Option<AlertId>,
+    /// When the last spike alert fired (the cooldown runs from here).
+    pub last_fired_at: Option<crate::clock::Timestamp>,
+}
+
+impl crate::store::codec::Record for SpikeState {
+    const KIND: &'static str = "spike state";
+}
 
 /// `/` and `%` escaped, so free text is one part of a composite key.
 pub fn key_part(text: &str) -> String {
@@ -221,14 +238,18 @@ pub fn live_alert(
         .ok_or_else(|| corrupt("live alert index", &key))
 }
 
-/// Writes an alert; its dedup key stays in `LIVE_ALERTS` exactly while it fires.
+/// Writes an alert; an external alert's dedup key stays in `LIVE_ALERTS` exactly while it
+/// fires (rule and spike alerts are found through their rule or spike state instead).
 pub fn put_alert(txn: &WriteTransaction, alert: &Alert) -> Result<(), StoreError> {
     let key = composite_key(alert.org_id.as_str(), alert.id.as_str());
     ALERTS.insert(txn, &key, alert)?;
+    if !alert.is_external() {
+        return Ok(());
+    }
     let live = live_key(&alert.org_id, &alert.dedup_key);
     match alert.state {
         AlertState::Firing => LIVE_ALERTS.insert(txn, &live, alert.id.as_str()),
-        AlertState::Resolved => {
+        AlertState::Pending | AlertState::Resolved => {
             // Only this alert's own row: a newer alert may hold the key by now.
             if LIVE_ALERTS.get(txn, &live)?.as_deref() == Some(alert.id.as_str()) {
                 LIVE_ALERTS.remove(txn, &live)?;
@@ -236,6 +257,15 @@ pub fn put_alert(txn: &WriteTransaction, alert: &Alert) -> Result<(), StoreError
             Ok(())
         }
     }
+}
+
+/// Removes a pending rule alert whose condition went away before its For period ended.
+pub fn remove_alert(txn: &WriteTransaction, alert: &Alert) -> Result<(), StoreError> {
+    ALERTS.remove(
+        txn,
+        &composite_key(alert.org_id.as_str(), alert.id.as_str()),
+    )?;
+    Ok(())
 }
 
 pub fn alert_of_org(
@@ -254,6 +284,101 @@ pub fn alerts_of_org(
     limit: usize,
 ) -> Result<Vec<Alert>, StoreError> {
     ALERTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+}
+
+// ---- alert rules ----
+
+pub fn put_rule(txn: &WriteTransaction, rule: &AlertRule) -> Result<(), StoreError> {
+    RULES.insert(
+        txn,
+        &composite_key(rule.org_id.as_str(), rule.id.as_str()),
+        rule,
+    )
+}
+
+/// Removes a rule and its state.
+pub fn remove_rule(txn: &WriteTransaction, rule: &AlertRule) -> Result<(), StoreError> {
+    let key = composite_key(rule.org_id.as_str(), rule.id.as_str());
+    RULE_STATES.remove(txn, &key)?;
+    RULES.remove(txn, &key)?;
+    Ok(())
+}
+
+pub fn rule_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &RuleId,
+) -> Result<Option<AlertRule>, StoreError> {
+    RULES.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
+/// Up to `limit` rules of `org` after `after`, oldest first.
+pub fn rules_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&RuleId>,
+    limit: usize,
+) -> Result<Vec<AlertRule>, StoreError> {
+    RULES.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+}
+
+/// How many rules `org` has.
+pub fn rule_count(txn: &impl ReadTxn, org: &OrgId) -> Result<usize, StoreError> {
+    let prefix = tables::owner_prefix(org.as_str());
+    Ok(txn
+        .open(RULES.definition())?
+        .scan_with(crate::store::Scan::prefix(&prefix), |_, _| Ok(()))?
+        .len())
+}
+
+/// Every rule of every organisation, with its state (the evaluator's read).
+pub fn all_rules(txn: &impl ReadTxn) -> Result<Vec<(AlertRule, RuleState)>, StoreError> {
+    let rules = RULES.scan(txn, crate::store::Scan::all())?;
+    let mut states = RULE_STATES
+        .scan(txn, crate::store::Scan::all())?
+        .into_iter()
+        .peekable();
+    // Both tables are keyed `{org}/{rule}`: walk them together.
+    let mut joined = Vec::with_capacity(rules.len());
+    for (key, rule) in rules {
+        while states.peek().is_some_and(|(state_key, _)| *state_key < key) {
+            states.next();
+        }
+        let state = match states.peek() {
+            Some((state_key, _)) if *state_key == key => states.next().map(|(_, s)| s),
+            _ => None,
+        };
+        joined.push((rule, state.unwrap_or_default()));
+    }
+    Ok(joined)
+}
+
+pub fn rule_state(txn: &impl ReadTxn, rule: &AlertRule) -> Result<RuleState, StoreError> {
+    let key = composite_key(rule.org_id.as_str(), rule.id.as_str());
+    Ok(RULE_STATES.get(txn, &key)?.unwrap_or_default())
+}
+
+pub fn put_rule_state(
+    txn: &WriteTransaction,
+    rule: &AlertRule,
+    state: &RuleState,
+) -> Result<(), StoreError> {
+    let key = composite_key(rule.org_id.as_str(), rule.id.as_str());
+    RULE_STATES.insert(txn, &key, state)
+}
+
+// ---- browser-error spikes ----
+
+pub fn spike_state(txn: &impl ReadTxn, org: &OrgId) -> Result<SpikeState, StoreError> {
+    Ok(SPIKE_STATES.get(txn, org.as_str())?.unwrap_or_default())
+}
+
+pub fn put_spike_state(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    state: &SpikeState,
+) -> Result<(), StoreError> {
+    SPIKE_STATES.insert(txn, org.as_str(), state)
 }
 
 #[cfg(test)]

@@ -56,7 +56,12 @@ fn checked_severity(severity: &str) -> Result<String, ApiError> {
     }
 }
 
-fn incident_event(name: &'static str, incident: &Incident, text: &str, base_url: &str) -> Event {
+pub(super) fn incident_event(
+    name: &'static str,
+    incident: &Incident,
+    text: &str,
+    base_url: &str,
+) -> Event {
     Event {
         name,
         org_id: incident.org_id.clone(),

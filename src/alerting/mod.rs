@@ -1,26 +1,33 @@
-//! Alerting: inbound events from build servers, CI systems and monitors, deployments, builds
-//! incidents and alerts raised by external monitoring (CONTRACT.md section 4). Alert rules and
-//! their evaluator join this folder as they are built.
+//! Alerting (CONTRACT.md section 4): alert rules and their evaluator, browser-error spike
+//! alerts, inbound events from build servers, CI systems and monitors, deployments, builds,
+//! incidents and alerts raised by external monitoring.
 //!
 //! Rooms: `model.rs` (records and the pure rules over them), `db.rs` (typed tables),
 //! `inbound.rs` (inbound tokens and the `Inbound<K>` extractor), `deployments.rs`,
 //! `builds.rs` (Jenkins), `incidents_model.rs` + `incidents_wire.rs` + `incidents.rs`,
-//! `alerts_model.rs` + `alerts.rs` (external alerts).
+//! `alerts_model.rs` + `alerts.rs` (alerts; external ones), `rollup.rs` (counters written by
+//! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick).
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
-//! incident opened, changed or resolved) enqueues its outbound event with `notify::emit` in
-//! the same write transaction as the change; handlers call `Notify::wake` after it commits.
+//! incident opened, changed or resolved, an alert firing, resolving or acknowledged) enqueues
+//! its outbound event with `notify::emit` in the same write transaction as the change; handlers
+//! call `Notify::wake` after it commits.
 
 pub mod alerts;
 pub mod alerts_model;
 pub mod builds;
 pub mod db;
 pub mod deployments;
+pub mod evaluator;
 pub mod inbound;
 pub mod incidents;
 pub mod incidents_model;
 pub mod incidents_wire;
 pub mod model;
+pub mod rollup;
+pub mod rules;
+pub mod rules_model;
+pub mod transitions;
 
 use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
@@ -43,4 +50,5 @@ where
         .merge(builds::routes())
         .merge(incidents::routes())
         .merge(alerts::routes())
+        .merge(rules::routes())
 }

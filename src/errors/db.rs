@@ -100,14 +100,16 @@ impl<'a> Grouping<'a> {
     }
 
     /// Finds or opens the group of `event`, counts the event in it and records the event and
-    /// its user under the group. Returns the group id for the event to carry.
+    /// its user under the group. Returns the group id for the event to carry, and whether this
+    /// event opened the group.
     pub fn assign(
         &mut self,
         txn: &WriteTransaction,
         event: &ErrorEvent,
-    ) -> Result<GroupId, StoreError> {
+    ) -> Result<(GroupId, bool), StoreError> {
         let org = self.org;
         let found = fingerprint_of(event);
+        let mut opened = false;
         if !self.touched.contains_key(&found.hash) {
             let index_key = tables::composite_key(org.as_str(), &found.hash);
             let loaded = match GROUP_FINGERPRINTS.get(txn, &index_key)? {
@@ -126,6 +128,7 @@ impl<'a> Grouping<'a> {
                         culprit_of(event),
                     );
                     GROUP_FINGERPRINTS.insert(txn, &index_key, group.id.as_str())?;
+                    opened = true;
                     (group, None)
                 }
             };
@@ -149,7 +152,7 @@ impl<'a> Grouping<'a> {
         group.fold(event, new_user);
         let event_key = group_event_key(org.as_str(), group.id.as_str(), event.id.as_str());
         GROUP_EVENTS.insert(txn, &event_key, "")?;
-        Ok(group.id.clone())
+        Ok((group.id.clone(), opened))
     }
 
     /// Writes every touched group and moves its last-seen row; returns the groups.

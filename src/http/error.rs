@@ -88,6 +88,7 @@ error_codes! {
     DestinationRefused => ("destination_refused", BAD_REQUEST, "Webhook destination not allowed"),
     ChannelDisabled => ("channel_disabled", CONFLICT, "Channel disabled"),
     DeliveryNotDead => ("delivery_not_dead", CONFLICT, "Delivery is not in the dead-letter queue"),
+    LimitReached => ("limit_reached", CONFLICT, "Limit reached"),
 }
 
 /// The RFC 9457 body.

@@ -18,6 +18,7 @@ use super::db::{self, Kind};
 use super::fields::Fields;
 use super::services::{self, Activity};
 use crate::accounts::model::OrgId;
+use crate::alerting::rollup::{Metric, RollupBatch};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
 use crate::store::{IndexTable, RecordTable, StoreError, tables};
@@ -150,8 +151,8 @@ pub fn parse_event(
     })
 }
 
-/// Stores the events not stored before, assigns each to its error group (same transaction)
-/// and updates the services registry; returns the ones it stored, with their `group_id`. May
+/// Stores the events not stored before, assigns each to its error group (same transaction),
+/// counts them for alert rules (`alerting::rollup`) and updates the services registry; returns the ones it stored, with their `group_id`. May
 /// run more than once (the group-commit writer retries batches).
 pub fn store_events(
     txn: &WriteTransaction,
@@ -161,6 +162,7 @@ pub fn store_events(
     let mut stored = Vec::with_capacity(events.len());
     let mut activity = Vec::new();
     let mut grouping = crate::errors::db::Grouping::new(org);
+    let mut rollups = RollupBatch::new();
     for event in events {
         if let Some(client_id) = &event.event_id {
             let index_key = tables::composite_key(org.as_str(), client_id);
@@ -170,7 +172,19 @@ pub fn store_events(
             EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
         }
         let mut event = event.clone();
-        event.group_id = Some(grouping.assign(txn, &event)?.to_string());
+        let (group, opened) = grouping.assign(txn, &event)?;
+        event.group_id = Some(group.to_string());
+        let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
+        rollups.count(org, Metric::Errors, service, environment, event.received_at);
+        if opened {
+            rollups.count(
+                org,
+                Metric::NewGroups,
+                service,
+                environment,
+                event.received_at,
+            );
+        }
         let key = event.key(org);
         EVENTS.insert(txn, &key, &event)?;
         if let Some(session) = &event.session_id {
@@ -189,6 +203,7 @@ pub fn store_events(
         stored.push(event);
     }
     grouping.finish(txn)?;
+    rollups.flush(txn)?;
     services::record_activity(txn, org, &activity)?;
     Ok(stored)
 }

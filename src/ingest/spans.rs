@@ -13,6 +13,7 @@ use super::db::{self, Kind};
 use super::fields::Fields;
 use super::services::{self, Activity};
 use crate::accounts::model::OrgId;
+use crate::alerting::rollup::RollupBatch;
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
 use crate::store::{RecordTable, StoreError, tables};
@@ -117,13 +118,24 @@ pub fn parse_span(item: &Value, received_at: Timestamp) -> Result<Span, String> 
     })
 }
 
-/// Stores (or replaces) each span, with its age row and the services registry.
+/// Stores (or replaces) each span, with its age row, its alert-rule rollup (new spans only)
+/// and the services registry.
 pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Result<(), StoreError> {
     let mut activity = Vec::with_capacity(spans.len());
+    let mut rollups = RollupBatch::new();
     for span in spans {
         let key = span.key(org);
         if let Some(old) = SPANS.get(txn, &key)? {
             db::remove_age(txn, Kind::Span, old.age(), &key)?;
+        } else {
+            // A span sent again replaces itself; it is counted for alert rules once.
+            rollups.span(
+                org,
+                &span.service,
+                span.environment.as_deref(),
+                span.received_at,
+                span.duration_ms,
+            );
         }
         SPANS.insert(txn, &key, span)?;
         db::put_age(txn, Kind::Span, span.age(), &key)?;
@@ -134,6 +146,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
             errors: 0,
         });
     }
+    rollups.flush(txn)?;
     services::record_activity(txn, org, &activity)
 }
 

@@ -90,11 +90,23 @@ impl Notify {
 /// Enqueues `event` for every enabled channel of its org whose filter selects it, inside
 /// `txn`. Returns the new delivery ids. Free of side effects outside `txn` (it may run twice).
 pub fn emit(txn: &WriteTransaction, event: &Event) -> Result<Vec<DeliveryId>, StoreError> {
+    emit_to(txn, event, None)
+}
+
+/// As `emit`, limited to the channels named in `only` (ids) when it is given: an alert rule's
+/// or the spike alerts' own channels. Each named channel still applies its enabled flag and
+/// its event filter.
+pub fn emit_to(
+    txn: &WriteTransaction,
+    event: &Event,
+    only: Option<&[String]>,
+) -> Result<Vec<DeliveryId>, StoreError> {
     let channels = db::channels_of_org(txn, &event.org_id)?;
     let body = payload::render(event);
     let mut ids = Vec::new();
     for channel in channels {
-        if channel.enabled && model::filter_matches(&channel.events, event.name) {
+        let chosen = only.is_none_or(|only| only.iter().any(|id| id == channel.id.as_str()));
+        if chosen && channel.enabled && model::filter_matches(&channel.events, event.name) {
             ids.push(enqueue(txn, &channel, event.name, &body, event.timestamp)?);
         }
     }

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 11;
+pub const CURRENT_VERSION: u32 = 12;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -88,6 +88,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 11,
         description: "shell session table",
         apply: create_shell_session_table,
+    },
+    Migration {
+        version: 12,
+        description: "alert rule, rule state, spike state and rollup tables",
+        apply: create_alert_rule_tables,
     },
 ];
 
@@ -337,6 +342,18 @@ fn create_alert_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
 
 fn create_shell_session_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::SHELL_SESSIONS))?;
+    Ok(())
+}
+
+fn create_alert_rule_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    for name in [
+        tables::ROLLUPS,
+        tables::ALERT_RULES,
+        tables::RULE_STATES,
+        tables::SPIKE_STATES,
+    ] {
+        txn.open_table(record_table(name))?;
+    }
     Ok(())
 }
 

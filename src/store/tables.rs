@@ -141,6 +141,10 @@ pub const ALL: &[TableSpec] = &[
     bytes(ALERTS),
     text(LIVE_ALERTS),
     bytes(SHELL_SESSIONS),
+    bytes(ROLLUPS),
+    bytes(ALERT_RULES),
+    bytes(RULE_STATES),
+    bytes(SPIKE_STATES),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -249,6 +253,18 @@ pub const LIVE_ALERTS: &str = "orgid_dedupkey_alertid";
 
 /// `{org_id}/{agent_id}/{shell_session_id}` -> one terminal session (user, times, bytes, reason).
 pub const SHELL_SESSIONS: &str = "orgid_agentid_sessionid_shellsession";
+
+// Alert rules and their counters (schema 12).
+
+/// `{org_id}/{metric}/{service}/{environment}/{s|m}{bucket}` -> counts (and a span-duration
+/// histogram) of one second or minute; empty service or environment parts are "any".
+pub const ROLLUPS: &str = "orgid_metric_service_env_bucket_rollup";
+/// `{org_id}/{rule_id}` -> alert rule.
+pub const ALERT_RULES: &str = "orgid_ruleid_alertrule";
+/// `{org_id}/{rule_id}` -> the rule's evaluation state (inactive, pending or firing, since when).
+pub const RULE_STATES: &str = "orgid_ruleid_rulestate";
+/// `{org_id}` -> the organisation's browser-error spike state (live alert, last firing).
+pub const SPIKE_STATES: &str = "orgid_spikestate";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -1,0 +1,327 @@
+//! The alert evaluator: every `ALERT_EVAL_INTERVAL_SECONDS` it measures each enabled rule over
+//! the rollup counters (`rollup.rs`) and the agent hub, steps the rule's state machine
+//! (`rules_model::step`), and checks each organisation for a browser-error spike
+//! (`WEB_ERROR_*`).
+//!
+//! Invariants: a tick measures in one read transaction and writes every change in one write
+//! transaction, so the writer is never held while measuring. The write re-reads each rule's
+//! state and skips a rule whose state changed since the read (an edit or a deletion won the
+//! race; the next tick measures again). An alert, the rule or spike state naming it, its
+//! incident and their outbound events commit together: a restart neither loses a firing alert
+//! nor fires it twice. A spike alert fires at most once per cooldown.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::alerts_model::AlertId;
+use super::db;
+use super::rollup::{self, Metric};
+use super::rules_model::{AlertRule, RuleKind, RuleState, Transition, step};
+use super::transitions::{RuleChange, SpikeChange, apply};
+use crate::accounts::model::OrgId;
+use crate::agents::Agents;
+use crate::clock::{Clock, Timestamp};
+use crate::config::WebErrorAlertSettings;
+use crate::notify::{self, Notify};
+use crate::store::{ReadTxn, StoreError};
+
+/// How often old rollup rows are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(300);
+
+/// Everything the evaluator needs.
+#[derive(Clone)]
+pub struct Evaluator {
+    notify: Notify,
+    agents: Agents,
+    spikes: WebErrorAlertSettings,
+    /// When this server started: an agent is not called offline for time the server was down.
+    started: Timestamp,
+}
+
+/// What one tick did (for logs, tests and the benchmark).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TickReport {
+    pub rules: usize,
+    pub changes: usize,
+    pub events: usize,
+}
+
+impl Evaluator {
+    pub fn new(notify: Notify, agents: Agents, spikes: WebErrorAlertSettings) -> Self {
+        let started = notify.clock().now();
+        Evaluator {
+            notify,
+            agents,
+            spikes,
+            started,
+        }
+    }
+
+    fn clock(&self) -> &Clock {
+        self.notify.clock()
+    }
+
+    /// Runs ticks every `interval` until `stop` turns true.
+    pub async fn run(self, interval: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_sweep = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = stop.changed() => return,
+            }
+            if *stop.borrow() {
+                return;
+            }
+            let started = std::time::Instant::now();
+            match self.tick().await {
+                Ok(report) => {
+                    metrics::histogram!("lookout_alert_tick_seconds")
+                        .record(started.elapsed().as_secs_f64());
+                    if report.changes > 0 {
+                        tracing::info!(
+                            rules = report.rules,
+                            changes = report.changes,
+                            events = report.events,
+                            "alert rules evaluated"
+                        );
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "alert evaluation failed; retrying next tick"),
+            }
+            if last_sweep.elapsed() >= SWEEP_EVERY {
+                last_sweep = std::time::Instant::now();
+                let now = self.clock().now();
+                match self
+                    .notify
+                    .store()
+                    .write(move |txn| rollup::sweep(txn, now))
+                    .await
+                {
+                    Ok(removed) => tracing::debug!(removed, "old rollup rows swept"),
+                    Err(error) => tracing::warn!(%error, "rollup sweep failed"),
+                }
+            }
+        }
+    }
+
+    /// Measures every rule and spike once and writes what changed.
+    pub async fn tick(&self) -> Result<TickReport, StoreError> {
+        let now = self.clock().now();
+        let this = self.clone();
+        let (rule_changes, spike_changes, rules) = self
+            .notify
+            .store()
+            .read(move |txn| this.decide(txn, now))
+            .await?;
+        let mut report = TickReport {
+            rules,
+            ..TickReport::default()
+        };
+        if rule_changes.is_empty() && spike_changes.is_empty() {
+            return Ok(report);
+        }
+        let base_url = self.notify.base_url().to_string();
+        let (changes, events) = self
+            .notify
+            .store()
+            .write(move |txn| apply(txn, &rule_changes, &spike_changes, now, &base_url))
+            .await?;
+        report.changes = changes;
+        report.events = events;
+        if events > 0 {
+            self.notify.wake();
+        }
+        Ok(report)
+    }
+
+    /// The read half of a tick.
+    #[allow(clippy::type_complexity)]
+    fn decide(
+        &self,
+        txn: &impl ReadTxn,
+        now: Timestamp,
+    ) -> Result<(Vec<RuleChange>, Vec<SpikeChange>, usize), StoreError> {
+        let rules = db::all_rules(txn)?;
+        let count = rules.len();
+        let mut offline_cache: HashMap<OrgId, Vec<(String, String, Timestamp)>> = HashMap::new();
+        let mut changes = Vec::new();
+        for (rule, state) in rules {
+            if !rule.enabled {
+                continue;
+            }
+            let value = self.measure(txn, &rule, now, &mut offline_cache)?;
+            let condition = value.is_some_and(|value| value >= rule.threshold);
+            let (phase, transition) = step(
+                &state.phase,
+                condition,
+                now,
+                rule.for_seconds,
+                rule.recovery_seconds,
+                AlertId::generate(),
+            );
+            if transition == Transition::None {
+                continue;
+            }
+            let after = RuleState {
+                phase,
+                value: value.or(state.value),
+            };
+            changes.push(RuleChange {
+                rule,
+                before: state,
+                after,
+                transition,
+            });
+        }
+        let spikes = if self.spikes.enabled {
+            self.decide_spikes(txn, now)?
+        } else {
+            Vec::new()
+        };
+        Ok((changes, spikes, count))
+    }
+
+    /// The rule's value now; `None` when there is nothing to measure (no spans).
+    fn measure(
+        &self,
+        txn: &impl ReadTxn,
+        rule: &AlertRule,
+        now: Timestamp,
+        offline_cache: &mut HashMap<OrgId, Vec<(String, String, Timestamp)>>,
+    ) -> Result<Option<f64>, StoreError> {
+        let (service, environment) = (rule.service.as_deref(), rule.environment.as_deref());
+        let window = |metric| {
+            rollup::window(
+                txn,
+                &rule.org_id,
+                metric,
+                service,
+                environment,
+                now,
+                rule.window_seconds,
+            )
+        };
+        Ok(match rule.kind {
+            RuleKind::ErrorCount => Some(window(Metric::Errors)?.count as f64),
+            RuleKind::NewErrorGroup => Some(window(Metric::NewGroups)?.count as f64),
+            RuleKind::SpanP95Ms => window(Metric::Spans)?.quantile(0.95),
+            RuleKind::AgentOffline => {
+                if !offline_cache.contains_key(&rule.org_id) {
+                    let offline = self.offline_agents(txn, &rule.org_id)?;
+                    offline_cache.insert(rule.org_id.clone(), offline);
+                }
+                let gone_for = rule.window_seconds.saturating_mul(1000);
+                let offline = offline_cache[&rule.org_id]
+                    .iter()
+                    .filter(|(name, hostname, since)| {
+                        service.is_none_or(|wanted| wanted == name || wanted == hostname)
+                            && now.unix_millis() - since.unix_millis() >= gone_for
+                    })
+                    .count();
+                Some(offline as f64)
+            }
+        })
+    }
+
+    /// The agents of `org` not connected now, enrolled with a live token: (name, hostname,
+    /// gone since). "Gone since" is the later of the last heartbeat and this server's start.
+    fn offline_agents(
+        &self,
+        txn: &impl ReadTxn,
+        org: &OrgId,
+    ) -> Result<Vec<(String, String, Timestamp)>, StoreError> {
+        let live_tokens: Vec<_> = crate::agents::db::tokens_of_org(txn, org)?
+            .into_iter()
+            .filter(|token| token.revoked_at.is_none())
+            .map(|token| token.id)
+            .collect();
+        let mut offline = Vec::new();
+        let mut after = None;
+        loop {
+            let page = crate::agents::db::agents_of_org(txn, org, after.as_ref(), 500)?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some(last.id.clone());
+            for agent in page {
+                if !live_tokens.contains(&agent.enrolment_token_id)
+                    || self.agents.hub().is_online(&agent.id)
+                {
+                    continue;
+                }
+                let since = Timestamp(agent.last_seen.0.max(self.started.0));
+                offline.push((agent.name, agent.hostname, since));
+            }
+        }
+        Ok(offline)
+    }
+
+    fn decide_spikes(
+        &self,
+        txn: &impl ReadTxn,
+        now: Timestamp,
+    ) -> Result<Vec<SpikeChange>, StoreError> {
+        let window = i64::try_from(self.spikes.spike_window.as_secs()).unwrap_or(i64::MAX);
+        let cooldown_ms = i64::try_from(self.spikes.cooldown.as_millis()).unwrap_or(i64::MAX);
+        let mut changes = Vec::new();
+        for org in crate::accounts::db::list_orgs(txn)? {
+            let count =
+                rollup::window(txn, &org.id, Metric::Errors, None, None, now, window)?.count;
+            let spiking = count >= u64::from(self.spikes.spike_threshold);
+            let state = db::spike_state(txn, &org.id)?;
+            match (&state.live, spiking) {
+                (None, true) => {
+                    let cooled = state
+                        .last_fired_at
+                        .is_none_or(|at| now.unix_millis() - at.unix_millis() >= cooldown_ms);
+                    if cooled {
+                        changes.push(SpikeChange::Fire {
+                            channels: self.spike_channels(txn, &org.id)?,
+                            org: org.id,
+                            before: state,
+                            body: format!(
+                                "{count} browser error events in the last {window} s \
+                                 (threshold {})",
+                                self.spikes.spike_threshold
+                            ),
+                            alert_id: AlertId::generate(),
+                        });
+                    }
+                }
+                (Some(_), false) => changes.push(SpikeChange::Resolve {
+                    org: org.id,
+                    before: state,
+                    count,
+                }),
+                _ => {}
+            }
+        }
+        Ok(changes)
+    }
+
+    /// `WEB_ERROR_ALERT_CHANNELS` for one organisation: each entry is a channel id or name of
+    /// that organisation. Unset means every channel whose filter matches.
+    fn spike_channels(
+        &self,
+        txn: &impl ReadTxn,
+        org: &OrgId,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        if self.spikes.channels.is_empty() {
+            return Ok(None);
+        }
+        let channels = notify::db::channels_of_org(txn, org)?;
+        let chosen = channels
+            .iter()
+            .filter(|channel| {
+                self.spikes
+                    .channels
+                    .iter()
+                    .any(|wanted| wanted == channel.id.as_str() || wanted == &channel.name)
+            })
+            .map(|channel| channel.id.to_string())
+            .collect();
+        Ok(Some(chosen))
+    }
+}

@@ -1,0 +1,388 @@
+//! Indexed counters for alert rules: error events, new error groups and span durations per
+//! organisation, service and environment, in one-second and one-minute buckets, written in
+//! the transaction that stores the telemetry. The evaluator reads a window as a handful of
+//! bucket rows instead of rescanning raw events.
+//!
+//! Key: `{org}/{metric}/{service}/{environment}/{s|m}{bucket, 12 digits}`; an empty service or
+//! environment part is the "any" row, so an event adds to four rows per granularity (its
+//! service and environment, each with "any"). Free-text parts are escaped like every composite
+//! key (`db::key_part`). Times are arrival times (a client cannot date an event into a window).
+//!
+//! Invariants: a window of at most `EXACT_WINDOW_SECONDS` is summed to the second (second rows
+//! at its edges, minute rows inside); a longer window starts at a minute boundary. Second rows
+//! older than `SECOND_ROWS_KEPT` and minute rows older than `MINUTE_ROWS_KEPT` are swept.
+//! Span durations are kept as a log-scale histogram whose bins hold a count and a sum, so a
+//! percentile is the mean of the bin it falls in: exact when the bin's values are equal, and
+//! within one bin's width (about 9 %) otherwise.
+
+use std::collections::HashMap;
+
+use redb::WriteTransaction;
+use serde::{Deserialize, Serialize};
+
+use super::db::key_part;
+use crate::accounts::model::OrgId;
+use crate::clock::Timestamp;
+use crate::store::codec::Record;
+use crate::store::{ReadTxn, RecordTable, Scan, StoreError, tables};
+
+const ROLLUPS: RecordTable<Rollup> = RecordTable::new(tables::ROLLUPS);
+
+/// The longest window an alert rule may have.
+pub const MAX_WINDOW_SECONDS: i64 = 86_400;
+/// Windows up to this length are summed to the second.
+pub const EXACT_WINDOW_SECONDS: i64 = 3_600;
+/// How long second rows are kept (an exact window plus slack).
+pub const SECOND_ROWS_KEPT: i64 = EXACT_WINDOW_SECONDS + 600;
+/// How long minute rows are kept (the longest window plus slack).
+pub const MINUTE_ROWS_KEPT: i64 = MAX_WINDOW_SECONDS + 3_600;
+
+/// What a row counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// Error events (level `error` and `warning`).
+    Errors,
+    /// Error groups opened.
+    NewGroups,
+    /// Span durations.
+    Spans,
+}
+
+impl Metric {
+    fn as_str(self) -> &'static str {
+        match self {
+            Metric::Errors => "errors",
+            Metric::NewGroups => "groups",
+            Metric::Spans => "spans",
+        }
+    }
+}
+
+/// One bucket: a count, and for spans a duration histogram `(bin, count, sum of ms)`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rollup {
+    #[serde(rename = "n")]
+    pub count: u64,
+    #[serde(rename = "h", default, skip_serializing_if = "Vec::is_empty")]
+    pub histogram: Vec<(u16, u64, f64)>,
+}
+
+impl Record for Rollup {
+    const KIND: &'static str = "rollup";
+}
+
+/// Bins per doubling of the duration.
+const BINS_PER_OCTAVE: f64 = 8.0;
+const MAX_BIN: u16 = 255;
+
+/// The histogram bin of a duration in milliseconds: 0 below 1 ms, then 8 per doubling.
+pub fn bin_of(duration_ms: f64) -> u16 {
+    if !duration_ms.is_finite() || duration_ms < 1.0 {
+        return 0;
+    }
+    let bin = (duration_ms.log2() * BINS_PER_OCTAVE).floor() as i64 + 1;
+    bin.clamp(1, i64::from(MAX_BIN)) as u16
+}
+
+impl Rollup {
+    fn add(&mut self, other: &Rollup) {
+        self.count += other.count;
+        for &(bin, count, sum) in &other.histogram {
+            match self.histogram.binary_search_by_key(&bin, |entry| entry.0) {
+                Ok(at) => {
+                    self.histogram[at].1 += count;
+                    self.histogram[at].2 += sum;
+                }
+                Err(at) => self.histogram.insert(at, (bin, count, sum)),
+            }
+        }
+    }
+
+    fn add_duration(&mut self, duration_ms: f64) {
+        let duration_ms = if duration_ms.is_finite() {
+            duration_ms.max(0.0)
+        } else {
+            0.0
+        };
+        self.add(&Rollup {
+            count: 1,
+            histogram: vec![(bin_of(duration_ms), 1, duration_ms)],
+        });
+    }
+
+    /// The `quantile` (0..=1) of the durations by nearest rank, or `None` without spans.
+    pub fn quantile(&self, quantile: f64) -> Option<f64> {
+        let total: u64 = self.histogram.iter().map(|entry| entry.1).sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((quantile * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for &(_, count, sum) in &self.histogram {
+            seen += count;
+            if seen >= rank {
+                return Some(sum / count as f64);
+            }
+        }
+        None
+    }
+}
+
+fn prefix(org: &str, metric: Metric, service: &str, environment: &str) -> String {
+    format!(
+        "{org}/{}/{}/{}/",
+        metric.as_str(),
+        key_part(service),
+        key_part(environment)
+    )
+}
+
+fn bucket_key(prefix: &str, granularity: char, bucket: i64) -> String {
+    format!("{prefix}{granularity}{:012}", bucket.max(0))
+}
+
+/// The counts of one batch of telemetry, folded in memory and written once per row.
+#[derive(Default)]
+pub struct RollupBatch {
+    rows: HashMap<String, Rollup>,
+}
+
+impl RollupBatch {
+    pub fn new() -> Self {
+        RollupBatch::default()
+    }
+
+    fn touch(
+        &mut self,
+        org: &OrgId,
+        metric: Metric,
+        service: Option<&str>,
+        environment: Option<&str>,
+        at: Timestamp,
+        change: &Rollup,
+    ) {
+        let second = at.unix_seconds();
+        let services = [service, None];
+        let environments = [environment, None];
+        for (index, service) in services.iter().enumerate() {
+            // A missing service or environment adds to the "any" row only, once.
+            if index == 0 && service.is_none() {
+                continue;
+            }
+            for (index, environment) in environments.iter().enumerate() {
+                if index == 0 && environment.is_none() {
+                    continue;
+                }
+                let prefix = prefix(
+                    org.as_str(),
+                    metric,
+                    service.unwrap_or(""),
+                    environment.unwrap_or(""),
+                );
+                for (granularity, bucket) in [('s', second), ('m', second.div_euclid(60))] {
+                    self.rows
+                        .entry(bucket_key(&prefix, granularity, bucket))
+                        .or_default()
+                        .add(change);
+                }
+            }
+        }
+    }
+
+    /// Counts one event (`metric` `Errors` or `NewGroups`).
+    pub fn count(
+        &mut self,
+        org: &OrgId,
+        metric: Metric,
+        service: Option<&str>,
+        environment: Option<&str>,
+        at: Timestamp,
+    ) {
+        let one = Rollup {
+            count: 1,
+            histogram: Vec::new(),
+        };
+        self.touch(org, metric, service, environment, at, &one);
+    }
+
+    /// Records one span's duration.
+    pub fn span(
+        &mut self,
+        org: &OrgId,
+        service: &str,
+        environment: Option<&str>,
+        at: Timestamp,
+        duration_ms: f64,
+    ) {
+        let mut one = Rollup::default();
+        one.add_duration(duration_ms);
+        self.touch(org, Metric::Spans, Some(service), environment, at, &one);
+    }
+
+    /// Adds the batch to the stored rows: one read and one write per row touched.
+    pub fn flush(self, txn: &WriteTransaction) -> Result<(), StoreError> {
+        for (key, change) in self.rows {
+            let mut row = ROLLUPS.get(txn, &key)?.unwrap_or_default();
+            row.add(&change);
+            ROLLUPS.insert(txn, &key, &row)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sums the buckets of `granularity` from `first` to `last` inclusive. Reads at most one row
+/// per bucket of the range (there is at most one row per bucket).
+fn sum_range(
+    txn: &impl ReadTxn,
+    prefix: &str,
+    granularity: char,
+    first: i64,
+    last: i64,
+    into: &mut Rollup,
+) -> Result<(), StoreError> {
+    if first > last {
+        return Ok(());
+    }
+    let rows_prefix = format!("{prefix}{granularity}");
+    let end = bucket_key(prefix, granularity, last);
+    // `after` is exclusive: start just below the first bucket's key.
+    let before_first = bucket_key(prefix, granularity, first - 1);
+    let scan = Scan {
+        prefix: &rows_prefix,
+        after: (first > 0).then_some(before_first.as_str()),
+        limit: usize::try_from(last - first + 1).unwrap_or(usize::MAX),
+    };
+    let rows = txn
+        .open(ROLLUPS.definition())?
+        .scan_with(scan, |key, bytes| {
+            if key > end.as_str() {
+                return Ok(None);
+            }
+            crate::store::codec::decode::<Rollup>(bytes).map(Some)
+        })?;
+    for row in rows.into_iter().flatten() {
+        into.add(&row);
+    }
+    Ok(())
+}
+
+/// The totals of the window of `seconds` ending at `now` (inclusive of `now`'s second).
+pub fn window(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    metric: Metric,
+    service: Option<&str>,
+    environment: Option<&str>,
+    now: Timestamp,
+    seconds: i64,
+) -> Result<Rollup, StoreError> {
+    let prefix = prefix(
+        org.as_str(),
+        metric,
+        service.unwrap_or(""),
+        environment.unwrap_or(""),
+    );
+    let last = now.unix_seconds();
+    let seconds = seconds.clamp(1, MAX_WINDOW_SECONDS);
+    let mut first = last - seconds + 1;
+    if seconds > EXACT_WINDOW_SECONDS {
+        first = first.div_euclid(60) * 60;
+    }
+    let mut total = Rollup::default();
+    let (first_minute, last_minute) = (first.div_euclid(60), last.div_euclid(60));
+    if first_minute == last_minute {
+        sum_range(txn, &prefix, 's', first, last, &mut total)?;
+        return Ok(total);
+    }
+    // Head: the seconds of the first, partial minute; body: whole minutes; tail: this minute.
+    let head_whole = first == first_minute * 60;
+    if head_whole {
+        sum_range(txn, &prefix, 'm', first_minute, last_minute - 1, &mut total)?;
+    } else {
+        sum_range(txn, &prefix, 's', first, first_minute * 60 + 59, &mut total)?;
+        sum_range(
+            txn,
+            &prefix,
+            'm',
+            first_minute + 1,
+            last_minute - 1,
+            &mut total,
+        )?;
+    }
+    sum_range(txn, &prefix, 's', last_minute * 60, last, &mut total)?;
+    Ok(total)
+}
+
+/// Removes rows older than they are needed; returns how many went. Scans the whole table, so
+/// the evaluator calls it every few minutes, not every tick.
+pub fn sweep(txn: &WriteTransaction, now: Timestamp) -> Result<usize, StoreError> {
+    let now = now.unix_seconds();
+    let second_cutoff = now - SECOND_ROWS_KEPT;
+    let minute_cutoff = (now - MINUTE_ROWS_KEPT).div_euclid(60);
+    let table = txn.open(ROLLUPS.definition())?;
+    let stale = table.scan_with(Scan::all(), |key, _| {
+        let Some((_, last)) = key.rsplit_once('/') else {
+            return Ok(None);
+        };
+        let (granularity, digits) = last.split_at(last.len().min(1));
+        let Ok(bucket) = digits.parse::<i64>() else {
+            return Ok(None);
+        };
+        let old = match granularity {
+            "s" => bucket < second_cutoff,
+            "m" => bucket < minute_cutoff,
+            _ => false,
+        };
+        Ok(old.then(|| key.to_string()))
+    })?;
+    drop(table);
+    let stale: Vec<String> = stale.into_iter().flatten().collect();
+    for key in &stale {
+        ROLLUPS.remove(txn, key)?;
+    }
+    Ok(stale.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_grow_by_an_eighth_of_an_octave() {
+        assert_eq!(bin_of(0.5), 0);
+        assert_eq!(bin_of(1.0), 1);
+        assert!(bin_of(100.0) < bin_of(110.0));
+        assert_eq!(bin_of(100.0), bin_of(101.0));
+        assert_eq!(bin_of(f64::NAN), 0);
+        assert_eq!(bin_of(1e300), MAX_BIN);
+    }
+
+    #[test]
+    fn quantiles_are_exact_for_equal_values_and_close_otherwise() {
+        let mut rollup = Rollup::default();
+        for _ in 0..20 {
+            rollup.add_duration(300.0);
+        }
+        assert_eq!(rollup.quantile(0.95), Some(300.0));
+        let mut spread = Rollup::default();
+        for ms in 1..=1000 {
+            spread.add_duration(f64::from(ms));
+        }
+        let p95 = spread.quantile(0.95).unwrap();
+        assert!((p95 - 950.0).abs() / 950.0 < 0.09, "{p95}");
+        assert_eq!(Rollup::default().quantile(0.95), None);
+    }
+
+    #[test]
+    fn merging_keeps_bins_sorted() {
+        let mut a = Rollup::default();
+        a.add_duration(500.0);
+        a.add_duration(5.0);
+        a.add_duration(50.0);
+        let bins: Vec<u16> = a.histogram.iter().map(|entry| entry.0).collect();
+        let mut sorted = bins.clone();
+        sorted.sort();
+        assert_eq!(bins, sorted);
+        assert_eq!(a.count, 3);
+    }
+}

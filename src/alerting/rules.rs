@@ -1,0 +1,607 @@
+//! Alert rules API (CONTRACT section 4): `GET|POST /api/v1/alert-rules`,
+//! `GET|PUT|PATCH|DELETE /api/v1/alert-rules/{id}`. Viewers read; admins manage rules (they
+//! are settings). Every change is audited.
+//!
+//! Invariants: a rule names only channels of its own organisation; deleting or disabling a
+//! rule ends its alert in the same transaction (a firing one resolves with `alert.resolved`, a
+//! pending one goes silently), so no alert is left firing without a rule to resolve it. Editing
+//! a rule keeps its state: the next tick measures with the new settings.
+
+use axum::Json;
+use axum::extract::{FromRef, Path, RawQuery, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::db;
+use super::model::SEVERITIES;
+use super::rollup::MAX_WINDOW_SECONDS;
+use super::rules_model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
+use super::transitions::end_rule_alert;
+use crate::accounts::model::OrgId;
+use crate::auth::{Admin, Auth, Viewer, audit};
+use crate::clock::Timestamp;
+use crate::http::error::Problem;
+use crate::http::page::PageRequest;
+use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::notify::Notify;
+use crate::store::{ReadTxn, Store};
+
+/// The most rules one organisation may have.
+pub const MAX_RULES_PER_ORG: usize = 1000;
+/// The longest For or Recovery period.
+pub const MAX_PERIOD_SECONDS: i64 = 86_400;
+const DEFAULT_WINDOW_SECONDS: i64 = 300;
+const MAX_CHANNELS: usize = 20;
+
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Auth: FromRef<S>,
+    Notify: FromRef<S>,
+    Store: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(list_rules, create_rule))
+        .routes(routes!(get_rule, replace_rule, update_rule, delete_rule))
+}
+
+/// `null` and absent differ: `Some(None)` clears a field, `None` leaves it.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// A rule as sent. On create and `PUT`, `name` and `kind` are required (and `threshold`
+/// except for `new_error_group` and `agent_offline`, which default to 1); on `PATCH` every
+/// field is optional and `null` clears `service` or `environment`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct RuleRequest {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// error_count, new_error_group, span_p95_ms or agent_offline.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Only telemetry of this service (agent_offline: an agent's name or hostname).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub service: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub environment: Option<Option<String>>,
+    /// The condition is `value >= threshold`; greater than 0.
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// 1 to 86400; 300 when omitted. For agent_offline: how long an agent must be gone.
+    #[serde(default)]
+    pub window_seconds: Option<i64>,
+    /// 0 to 86400; 0 when omitted (fire at the first true evaluation).
+    #[serde(default)]
+    pub for_seconds: Option<i64>,
+    /// 0 to 86400; 0 when omitted (resolve at the first false evaluation).
+    #[serde(default)]
+    pub recovery_seconds: Option<i64>,
+    /// critical, high, warning or info; warning when omitted.
+    #[serde(default)]
+    pub severity: Option<String>,
+    /// Channel ids of this organisation; empty or omitted: every channel whose filter matches.
+    #[serde(default)]
+    pub channels: Option<Vec<String>>,
+    #[serde(default)]
+    pub open_incident: Option<bool>,
+    /// true when omitted; a disabled rule is not evaluated and has no alert.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RuleResponse {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub service: Option<String>,
+    pub environment: Option<String>,
+    pub threshold: f64,
+    pub window_seconds: i64,
+    pub for_seconds: i64,
+    pub recovery_seconds: i64,
+    pub severity: String,
+    pub channels: Vec<String>,
+    pub open_incident: bool,
+    pub enabled: bool,
+    /// inactive, pending or firing.
+    pub state: String,
+    /// The rule's pending or firing alert.
+    pub alert_id: Option<String>,
+    /// The value measured at the last change of state.
+    pub last_value: Option<f64>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RuleList {
+    pub items: Vec<RuleResponse>,
+    pub next_cursor: Option<String>,
+}
+
+fn rule_view(rule: &AlertRule, state: &RuleState) -> RuleResponse {
+    RuleResponse {
+        id: rule.id.to_string(),
+        name: rule.name.clone(),
+        kind: rule.kind.as_str().to_string(),
+        service: rule.service.clone(),
+        environment: rule.environment.clone(),
+        threshold: rule.threshold,
+        window_seconds: rule.window_seconds,
+        for_seconds: rule.for_seconds,
+        recovery_seconds: rule.recovery_seconds,
+        severity: rule.severity.clone(),
+        channels: rule.channels.clone(),
+        open_incident: rule.open_incident,
+        enabled: rule.enabled,
+        state: state.phase.name().to_string(),
+        alert_id: state.phase.alert_id().map(ToString::to_string),
+        last_value: state.value,
+        created_at: rule.created_at.to_rfc3339(),
+        updated_at: rule.updated_at.to_rfc3339(),
+    }
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPayload, detail)
+}
+
+fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max {
+        return Err(invalid(format!("{field}: 1 to {max} characters")));
+    }
+    Ok(value.to_string())
+}
+
+fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<Option<String>, ApiError> {
+    match value.map(str::trim).filter(|value| !value.is_empty()) {
+        None => Ok(None),
+        Some(value) => text(field, value, max).map(Some),
+    }
+}
+
+fn seconds(field: &str, value: i64, min: i64, max: i64) -> Result<i64, ApiError> {
+    if !(min..=max).contains(&value) {
+        return Err(invalid(format!("{field}: {min} to {max}")));
+    }
+    Ok(value)
+}
+
+/// Applies `request` onto `base` (a new rule's defaults, or the stored rule) and checks the
+/// result. `full` asks for the fields a create or `PUT` must carry.
+fn merge(mut rule: AlertRule, request: RuleRequest, full: bool) -> Result<AlertRule, ApiError> {
+    if full && (request.name.is_none() || request.kind.is_none()) {
+        return Err(invalid("name and kind are required"));
+    }
+    if let Some(name) = &request.name {
+        rule.name = text("name", name, 200)?;
+    }
+    let kind_changed = match &request.kind {
+        Some(kind) => {
+            let parsed = RuleKind::parse(kind.trim())
+                .ok_or_else(|| invalid(format!("kind: one of {}", RULE_KINDS.join(", "))))?;
+            let changed = parsed != rule.kind;
+            rule.kind = parsed;
+            changed
+        }
+        None => false,
+    };
+    if let Some(service) = request.service {
+        rule.service = optional_text("service", service.as_deref(), 200)?;
+    }
+    if let Some(environment) = request.environment {
+        rule.environment = optional_text("environment", environment.as_deref(), 100)?;
+    }
+    match request.threshold {
+        Some(threshold) => rule.threshold = threshold,
+        None if full || kind_changed => {
+            rule.threshold = rule.kind.default_threshold().ok_or_else(|| {
+                invalid(format!("threshold: required for {}", rule.kind.as_str()))
+            })?;
+        }
+        None => {}
+    }
+    if !rule.threshold.is_finite() || rule.threshold <= 0.0 || rule.threshold > 1e12 {
+        return Err(invalid("threshold: a number greater than 0"));
+    }
+    if let Some(window) = request.window_seconds {
+        rule.window_seconds = seconds("window_seconds", window, 1, MAX_WINDOW_SECONDS)?;
+    }
+    if let Some(value) = request.for_seconds {
+        rule.for_seconds = seconds("for_seconds", value, 0, MAX_PERIOD_SECONDS)?;
+    }
+    if let Some(value) = request.recovery_seconds {
+        rule.recovery_seconds = seconds("recovery_seconds", value, 0, MAX_PERIOD_SECONDS)?;
+    }
+    if let Some(severity) = &request.severity {
+        let severity = severity.trim();
+        if !SEVERITIES.contains(&severity) {
+            return Err(invalid("severity: one of critical, high, warning, info"));
+        }
+        rule.severity = severity.to_string();
+    }
+    if let Some(channels) = request.channels {
+        if channels.len() > MAX_CHANNELS {
+            return Err(invalid(format!("channels: at most {MAX_CHANNELS}")));
+        }
+        let mut unique = Vec::with_capacity(channels.len());
+        for channel in channels {
+            if !unique.contains(&channel) {
+                unique.push(channel);
+            }
+        }
+        rule.channels = unique;
+    }
+    if let Some(open) = request.open_incident {
+        rule.open_incident = open;
+    }
+    if let Some(enabled) = request.enabled {
+        rule.enabled = enabled;
+    }
+    Ok(rule)
+}
+
+fn blank_rule(org: &OrgId, now: Timestamp) -> AlertRule {
+    AlertRule {
+        id: RuleId::generate(),
+        org_id: org.clone(),
+        name: String::new(),
+        kind: RuleKind::ErrorCount,
+        service: None,
+        environment: None,
+        threshold: 1.0,
+        window_seconds: DEFAULT_WINDOW_SECONDS,
+        for_seconds: 0,
+        recovery_seconds: 0,
+        severity: "warning".to_string(),
+        channels: Vec::new(),
+        open_incident: false,
+        enabled: true,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Every channel a rule names must be one of its organisation's.
+fn check_channels(txn: &impl ReadTxn, rule: &AlertRule) -> Result<(), ApiError> {
+    if rule.channels.is_empty() {
+        return Ok(());
+    }
+    let known = crate::notify::db::channels_of_org(txn, &rule.org_id)?;
+    for wanted in &rule.channels {
+        if !known.iter().any(|channel| channel.id.as_str() == wanted) {
+            return Err(invalid(format!(
+                "channels: no channel {wanted} in this organisation"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn parse_rule_id(id: &str) -> Result<RuleId, ApiError> {
+    RuleId::parse(id).map_err(|_| ApiError::not_found("alert rule"))
+}
+
+/// Lists the organisation's alert rules, oldest first, each with its state.
+#[utoipa::path(get, path = "/api/v1/alert-rules", tag = "alerts",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = RuleList)))]
+async fn list_rules(
+    State(notify): State<Notify>,
+    Viewer(caller): Viewer,
+    RawQuery(query): RawQuery,
+) -> Result<Json<RuleList>, ApiError> {
+    let page = PageRequest::from_query(query.as_deref())?;
+    let after = match page.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(RuleId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
+    };
+    let (org, limit) = (caller.org_id.clone(), page.limit);
+    let (items, next_cursor) = notify
+        .store()
+        .read(move |txn| {
+            let mut rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
+            let next = if rules.len() > limit {
+                rules.truncate(limit);
+                rules.last().map(|rule| rule.id.to_string())
+            } else {
+                None
+            };
+            let mut items = Vec::with_capacity(rules.len());
+            for rule in &rules {
+                items.push(rule_view(rule, &db::rule_state(txn, rule)?));
+            }
+            Ok::<_, ApiError>((items, next))
+        })
+        .await?;
+    Ok(Json(RuleList { items, next_cursor }))
+}
+
+/// Creates an alert rule; the evaluator picks it up at its next tick.
+#[utoipa::path(post, path = "/api/v1/alert-rules", tag = "alerts", request_body = RuleRequest,
+    responses((status = 201, body = RuleResponse),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "the organisation has the most rules it may have", body = Problem, content_type = "application/problem+json")))]
+async fn create_rule(
+    State(notify): State<Notify>,
+    Admin(caller): Admin,
+    ApiJson(request): ApiJson<RuleRequest>,
+) -> Result<(StatusCode, Json<RuleResponse>), ApiError> {
+    let now = notify.clock().now();
+    let rule = merge(blank_rule(&caller.org_id, now), request, true)?;
+    let actor = caller.actor();
+    let stored = rule.clone();
+    notify
+        .store()
+        .write(move |txn| {
+            check_channels(txn, &stored)?;
+            if db::rule_count(txn, &stored.org_id)? >= MAX_RULES_PER_ORG {
+                return Err(ApiError::new(
+                    ErrorCode::LimitReached,
+                    format!("an organisation has at most {MAX_RULES_PER_ORG} alert rules"),
+                ));
+            }
+            db::put_rule(txn, &stored)?;
+            audit::record(
+                txn,
+                Some(&stored.org_id),
+                &actor,
+                "alert_rule.created",
+                Some(stored.id.as_str()),
+                json!({"name": stored.name, "kind": stored.kind.as_str()}),
+                now,
+            )?;
+            Ok(())
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(rule_view(&rule, &RuleState::default())),
+    ))
+}
+
+/// One alert rule with its state.
+#[utoipa::path(get, path = "/api/v1/alert-rules/{id}", tag = "alerts",
+    params(("id" = String, Path, description = "alert rule id")),
+    responses((status = 200, body = RuleResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn get_rule(
+    State(notify): State<Notify>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> Result<Json<RuleResponse>, ApiError> {
+    let id = parse_rule_id(&id)?;
+    let org = caller.org_id.clone();
+    let view = notify
+        .store()
+        .read(move |txn| {
+            let rule = db::rule_of_org(txn, &org, &id)?
+                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let state = db::rule_state(txn, &rule)?;
+            Ok::<_, ApiError>(rule_view(&rule, &state))
+        })
+        .await?;
+    Ok(Json(view))
+}
+
+/// Changes a rule (`full`: replace every field, as `PUT`); disabling it ends its alert.
+async fn change_rule(
+    notify: &Notify,
+    caller: &crate::auth::Caller,
+    id: &str,
+    request: RuleRequest,
+    full: bool,
+) -> Result<Json<RuleResponse>, ApiError> {
+    let id = parse_rule_id(id)?;
+    let (org, actor) = (caller.org_id.clone(), caller.actor());
+    let now = notify.clock().now();
+    let base_url = notify.base_url().to_string();
+    // The request is merged inside the transaction, onto the rule as it is there.
+    let (view, events) = notify
+        .store()
+        .write(move |txn| {
+            let stored = db::rule_of_org(txn, &org, &id)?
+                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let base = if full {
+                AlertRule {
+                    id: stored.id.clone(),
+                    created_at: stored.created_at,
+                    ..blank_rule(&org, now)
+                }
+            } else {
+                stored.clone()
+            };
+            let mut rule = merge(base, request.clone(), full)?;
+            rule.updated_at = now;
+            check_channels(txn, &rule)?;
+            let mut state = db::rule_state(txn, &rule)?;
+            let mut events = 0;
+            if stored.enabled && !rule.enabled {
+                events = end_rule_alert(txn, &org, &state.phase, now, &base_url)?;
+                state = RuleState::default();
+                db::put_rule_state(txn, &rule, &state)?;
+            }
+            db::put_rule(txn, &rule)?;
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "alert_rule.updated",
+                Some(rule.id.as_str()),
+                json!({"name": rule.name, "enabled": rule.enabled}),
+                now,
+            )?;
+            Ok::<_, ApiError>((rule_view(&rule, &state), events))
+        })
+        .await?;
+    if events > 0 {
+        notify.wake();
+    }
+    Ok(Json(view))
+}
+
+/// Replaces a rule: fields left out take their defaults.
+#[utoipa::path(put, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
+    params(("id" = String, Path, description = "alert rule id")),
+    responses((status = 200, body = RuleResponse),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn replace_rule(
+    State(notify): State<Notify>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<RuleRequest>,
+) -> Result<Json<RuleResponse>, ApiError> {
+    change_rule(&notify, &caller, &id, request, true).await
+}
+
+/// Changes the fields sent; `null` clears `service` or `environment`.
+#[utoipa::path(patch, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
+    params(("id" = String, Path, description = "alert rule id")),
+    responses((status = 200, body = RuleResponse),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn update_rule(
+    State(notify): State<Notify>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<RuleRequest>,
+) -> Result<Json<RuleResponse>, ApiError> {
+    change_rule(&notify, &caller, &id, request, false).await
+}
+
+/// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.
+#[utoipa::path(delete, path = "/api/v1/alert-rules/{id}", tag = "alerts",
+    params(("id" = String, Path, description = "alert rule id")),
+    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn delete_rule(
+    State(notify): State<Notify>,
+    Admin(caller): Admin,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = parse_rule_id(&id)?;
+    let (org, actor) = (caller.org_id.clone(), caller.actor());
+    let now = notify.clock().now();
+    let base_url = notify.base_url().to_string();
+    let events = notify
+        .store()
+        .write(move |txn| {
+            let rule = db::rule_of_org(txn, &org, &id)?
+                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let state = db::rule_state(txn, &rule)?;
+            let events = end_rule_alert(txn, &org, &state.phase, now, &base_url)?;
+            db::remove_rule(txn, &rule)?;
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "alert_rule.deleted",
+                Some(rule.id.as_str()),
+                json!({"name": rule.name}),
+                now,
+            )?;
+            Ok::<_, ApiError>(events)
+        })
+        .await?;
+    if events > 0 {
+        notify.wake();
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: serde_json::Value) -> RuleRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn base() -> AlertRule {
+        blank_rule(&OrgId::generate(), Timestamp(0))
+    }
+
+    #[test]
+    fn create_needs_name_kind_and_a_threshold_where_there_is_no_default() {
+        assert!(
+            merge(
+                base(),
+                request(serde_json::json!({"kind": "error_count"})),
+                true
+            )
+            .is_err()
+        );
+        assert!(
+            merge(
+                base(),
+                request(serde_json::json!({"name": "n", "kind": "error_count"})),
+                true
+            )
+            .is_err()
+        );
+        let rule = merge(
+            base(),
+            request(serde_json::json!({"name": "n", "kind": "new_error_group"})),
+            true,
+        )
+        .unwrap();
+        assert_eq!(rule.threshold, 1.0);
+        assert_eq!(rule.window_seconds, 300);
+        assert_eq!(rule.severity, "warning");
+        assert!(rule.enabled);
+    }
+
+    #[test]
+    fn limits_are_enforced_at_their_edges() {
+        let with = |field: &str, value: serde_json::Value| {
+            let mut body = serde_json::json!({"name": "n", "kind": "error_count", "threshold": 5});
+            body[field] = value;
+            merge(base(), request(body), true)
+        };
+        assert!(with("window_seconds", 1.into()).is_ok());
+        assert!(with("window_seconds", 0.into()).is_err());
+        assert!(with("window_seconds", 86_400.into()).is_ok());
+        assert!(with("window_seconds", 86_401.into()).is_err());
+        assert!(with("for_seconds", 0.into()).is_ok());
+        assert!(with("for_seconds", (-1).into()).is_err());
+        assert!(with("recovery_seconds", 86_401.into()).is_err());
+        assert!(with("threshold", 0.into()).is_err());
+        assert!(with("severity", "urgent".into()).is_err());
+        assert!(with("kind", "cpu".into()).is_err());
+        assert!(with("name", "x".repeat(201).into()).is_err());
+        assert!(with("name", "x".repeat(200).into()).is_ok());
+    }
+
+    #[test]
+    fn patch_changes_only_what_it_sends_and_null_clears() {
+        let rule = merge(
+            base(),
+            request(
+                serde_json::json!({"name": "n", "kind": "error_count", "threshold": 5,
+                "service": "web", "environment": "prod"}),
+            ),
+            true,
+        )
+        .unwrap();
+        let patched = merge(
+            rule.clone(),
+            request(serde_json::json!({"threshold": 9, "service": null})),
+            false,
+        )
+        .unwrap();
+        assert_eq!(patched.threshold, 9.0);
+        assert_eq!(patched.service, None);
+        assert_eq!(patched.environment.as_deref(), Some("prod"));
+        assert_eq!(patched.name, "n");
+    }
+}
