@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::alerts_model::AlertId;
 use super::db;
-use super::rollup::{self, Metric};
+use super::rollup::{self, Metric, Rollup};
 use super::rules_model::{AlertRule, RuleKind, RuleState, Transition, step};
 use super::transitions::{RuleChange, SpikeChange, apply};
 use crate::accounts::model::OrgId;
@@ -44,6 +44,19 @@ pub struct TickReport {
     pub rules: usize,
     pub changes: usize,
     pub events: usize,
+}
+
+/// What a window total is known by within one tick: (org, metric, service, environment,
+/// window seconds).
+type WindowKey = (OrgId, Metric, Option<String>, Option<String>, i64);
+
+/// What one tick has measured already.
+#[derive(Default)]
+struct TickCache {
+    /// Per organisation: its disconnected agents (name, hostname, gone since).
+    offline: HashMap<OrgId, Vec<(String, String, Timestamp)>>,
+    /// Window totals by (org, metric, service, environment, window).
+    windows: HashMap<WindowKey, Rollup>,
 }
 
 impl Evaluator {
@@ -145,13 +158,13 @@ impl Evaluator {
     ) -> Result<(Vec<RuleChange>, Vec<SpikeChange>, usize), StoreError> {
         let rules = db::all_rules(txn)?;
         let count = rules.len();
-        let mut offline_cache: HashMap<OrgId, Vec<(String, String, Timestamp)>> = HashMap::new();
+        let mut cache = TickCache::default();
         let mut changes = Vec::new();
         for (rule, state) in rules {
             if !rule.enabled {
                 continue;
             }
-            let value = self.measure(txn, &rule, now, &mut offline_cache)?;
+            let value = self.measure(txn, &rule, now, &mut cache)?;
             let condition = value.is_some_and(|value| value >= rule.threshold);
             let (phase, transition) = step(
                 &state.phase,
@@ -189,11 +202,22 @@ impl Evaluator {
         txn: &impl ReadTxn,
         rule: &AlertRule,
         now: Timestamp,
-        offline_cache: &mut HashMap<OrgId, Vec<(String, String, Timestamp)>>,
+        cache: &mut TickCache,
     ) -> Result<Option<f64>, StoreError> {
         let (service, environment) = (rule.service.as_deref(), rule.environment.as_deref());
-        let window = |metric| {
-            rollup::window(
+        let mut window = |metric| -> Result<Rollup, StoreError> {
+            // Rules often share a counter and window (say, two thresholds): read it once.
+            let key = (
+                rule.org_id.clone(),
+                metric,
+                rule.service.clone(),
+                rule.environment.clone(),
+                rule.window_seconds,
+            );
+            if let Some(known) = cache.windows.get(&key) {
+                return Ok(known.clone());
+            }
+            let total = rollup::window(
                 txn,
                 &rule.org_id,
                 metric,
@@ -201,19 +225,21 @@ impl Evaluator {
                 environment,
                 now,
                 rule.window_seconds,
-            )
+            )?;
+            cache.windows.insert(key, total.clone());
+            Ok(total)
         };
         Ok(match rule.kind {
             RuleKind::ErrorCount => Some(window(Metric::Errors)?.count as f64),
             RuleKind::NewErrorGroup => Some(window(Metric::NewGroups)?.count as f64),
             RuleKind::SpanP95Ms => window(Metric::Spans)?.quantile(0.95),
             RuleKind::AgentOffline => {
-                if !offline_cache.contains_key(&rule.org_id) {
+                if !cache.offline.contains_key(&rule.org_id) {
                     let offline = self.offline_agents(txn, &rule.org_id)?;
-                    offline_cache.insert(rule.org_id.clone(), offline);
+                    cache.offline.insert(rule.org_id.clone(), offline);
                 }
                 let gone_for = rule.window_seconds.saturating_mul(1000);
-                let offline = offline_cache[&rule.org_id]
+                let offline = cache.offline[&rule.org_id]
                     .iter()
                     .filter(|(name, hostname, since)| {
                         service.is_none_or(|wanted| wanted == name || wanted == hostname)

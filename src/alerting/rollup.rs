@@ -1,16 +1,17 @@
 //! Indexed counters for alert rules: error events, new error groups and span durations per
-//! organisation, service and environment, in one-second and one-minute buckets, written in
-//! the transaction that stores the telemetry. The evaluator reads a window as a handful of
-//! bucket rows instead of rescanning raw events.
+//! organisation, service and environment, in buckets of 1 s, 10 s, 1 min, 10 min and 1 h,
+//! written in the transaction that stores the telemetry. The evaluator reads a window as a few
+//! dozen bucket rows (the fewest aligned buckets that cover it) instead of rescanning events.
 //!
-//! Key: `{org}/{metric}/{service}/{environment}/{s|m}{bucket, 12 digits}`; an empty service or
-//! environment part is the "any" row, so an event adds to four rows per granularity (its
+//! Key: `{org}/{metric}/{service}/{environment}/{level letter}{bucket, 12 digits}`; an empty
+//! service or environment part is the "any" row, so an event adds to four rows per level (its
 //! service and environment, each with "any"). Free-text parts are escaped like every composite
 //! key (`db::key_part`). Times are arrival times (a client cannot date an event into a window).
 //!
-//! Invariants: a window of at most `EXACT_WINDOW_SECONDS` is summed to the second (second rows
-//! at its edges, minute rows inside); a longer window starts at a minute boundary. Second rows
-//! older than `SECOND_ROWS_KEPT` and minute rows older than `MINUTE_ROWS_KEPT` are swept.
+//! Invariants: a window of at most `EXACT_WINDOW_SECONDS` is summed to the second; a longer one
+//! starts at a minute boundary (so it needs no second rows older than an hour). Rows of the
+//! 1 s and 10 s levels older than `SECOND_ROWS_KEPT`, and the others older than
+//! `MINUTE_ROWS_KEPT`, are swept.
 //! Span durations are kept as a log-scale histogram whose bins hold a count and a sum, so a
 //! percentile is the mean of the bin it falls in: exact when the bin's values are equal, and
 //! within one bin's width (about 9 %) otherwise.
@@ -69,6 +70,37 @@ pub struct Rollup {
 
 impl Record for Rollup {
     const KIND: &'static str = "rollup";
+}
+
+/// Bucket sizes in seconds with their key letter, smallest first. Each divides the next, so
+/// any whole-second range splits into aligned buckets.
+const LEVELS: [(char, i64); 5] = [('s', 1), ('t', 10), ('m', 60), ('n', 600), ('h', 3600)];
+
+/// Levels whose rows are kept only `SECOND_ROWS_KEPT`.
+fn short_lived(letter: char) -> bool {
+    letter == 's' || letter == 't'
+}
+
+/// The fewest aligned buckets covering the seconds `first..=last`, as runs of consecutive
+/// buckets of one level: `(letter, first bucket, last bucket)`, in time order.
+pub fn cover(first: i64, last: i64) -> Vec<(char, i64, i64)> {
+    let mut runs: Vec<(char, i64, i64)> = Vec::new();
+    let (mut at, end) = (first, last + 1);
+    while at < end {
+        let (letter, size) = LEVELS
+            .iter()
+            .rev()
+            .copied()
+            .find(|(_, size)| at.rem_euclid(*size) == 0 && at + size <= end)
+            .unwrap_or(LEVELS[0]);
+        let bucket = at.div_euclid(size);
+        match runs.last_mut() {
+            Some(run) if run.0 == letter && run.2 + 1 == bucket => run.2 = bucket,
+            _ => runs.push((letter, bucket, bucket)),
+        }
+        at += size;
+    }
+    runs
 }
 
 /// Bins per doubling of the duration.
@@ -179,9 +211,9 @@ impl RollupBatch {
                     service.unwrap_or(""),
                     environment.unwrap_or(""),
                 );
-                for (granularity, bucket) in [('s', second), ('m', second.div_euclid(60))] {
+                for (letter, size) in LEVELS {
                     self.rows
-                        .entry(bucket_key(&prefix, granularity, bucket))
+                        .entry(bucket_key(&prefix, letter, second.div_euclid(size)))
                         .or_default()
                         .add(change);
                 }
@@ -289,27 +321,9 @@ pub fn window(
         first = first.div_euclid(60) * 60;
     }
     let mut total = Rollup::default();
-    let (first_minute, last_minute) = (first.div_euclid(60), last.div_euclid(60));
-    if first_minute == last_minute {
-        sum_range(txn, &prefix, 's', first, last, &mut total)?;
-        return Ok(total);
+    for (letter, from, to) in cover(first, last) {
+        sum_range(txn, &prefix, letter, from, to, &mut total)?;
     }
-    // Head: the seconds of the first, partial minute; body: whole minutes; tail: this minute.
-    let head_whole = first == first_minute * 60;
-    if head_whole {
-        sum_range(txn, &prefix, 'm', first_minute, last_minute - 1, &mut total)?;
-    } else {
-        sum_range(txn, &prefix, 's', first, first_minute * 60 + 59, &mut total)?;
-        sum_range(
-            txn,
-            &prefix,
-            'm',
-            first_minute + 1,
-            last_minute - 1,
-            &mut total,
-        )?;
-    }
-    sum_range(txn, &prefix, 's', last_minute * 60, last, &mut total)?;
     Ok(total)
 }
 
@@ -317,22 +331,30 @@ pub fn window(
 /// the evaluator calls it every few minutes, not every tick.
 pub fn sweep(txn: &WriteTransaction, now: Timestamp) -> Result<usize, StoreError> {
     let now = now.unix_seconds();
-    let second_cutoff = now - SECOND_ROWS_KEPT;
-    let minute_cutoff = (now - MINUTE_ROWS_KEPT).div_euclid(60);
+    let cutoff = |letter: char| {
+        if short_lived(letter) {
+            now - SECOND_ROWS_KEPT
+        } else {
+            now - MINUTE_ROWS_KEPT
+        }
+    };
     let table = txn.open(ROLLUPS.definition())?;
     let stale = table.scan_with(Scan::all(), |key, _| {
         let Some((_, last)) = key.rsplit_once('/') else {
             return Ok(None);
         };
-        let (granularity, digits) = last.split_at(last.len().min(1));
-        let Ok(bucket) = digits.parse::<i64>() else {
+        let mut chars = last.chars();
+        let Some(letter) = chars.next() else {
             return Ok(None);
         };
-        let old = match granularity {
-            "s" => bucket < second_cutoff,
-            "m" => bucket < minute_cutoff,
-            _ => false,
+        let (Some((_, size)), Ok(bucket)) = (
+            LEVELS.iter().find(|(known, _)| *known == letter),
+            chars.as_str().parse::<i64>(),
+        ) else {
+            return Ok(None);
         };
+        // A bucket is old when it ended before the cutoff.
+        let old = (bucket + 1) * size <= cutoff(letter);
         Ok(old.then(|| key.to_string()))
     })?;
     drop(table);
@@ -371,6 +393,72 @@ mod tests {
         let p95 = spread.quantile(0.95).unwrap();
         assert!((p95 - 950.0).abs() / 950.0 < 0.09, "{p95}");
         assert_eq!(Rollup::default().quantile(0.95), None);
+    }
+
+    #[test]
+    fn covers_are_exact_contiguous_and_few() {
+        let size = |letter: char| LEVELS.iter().find(|(l, _)| *l == letter).unwrap().1;
+        for (first, last) in [(0, 0), (7, 7), (59, 61), (1_000_003, 1_086_402), (3_599, 7_201)] {
+            let runs = cover(first, last);
+            let mut at = first;
+            for &(letter, from, to) in &runs {
+                assert_eq!(from * size(letter), at, "{runs:?}");
+                at = (to + 1) * size(letter);
+            }
+            assert_eq!(at, last + 1, "{runs:?}");
+            let rows: i64 = runs.iter().map(|(_, from, to)| to - from + 1).sum();
+            assert!(rows <= 80, "{rows} rows for {first}..={last}");
+        }
+    }
+
+    /// The window sums of the store equal a brute-force count of the same arrivals.
+    #[test]
+    fn windows_match_a_brute_force_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(
+            &dir.path().join("db.redb"),
+            crate::store::StoreOptions::default(),
+        )
+        .unwrap();
+        let org = OrgId::generate();
+        let now = 1_795_348_800_i64;
+        // Deterministic pseudo-random arrivals over the last two hours.
+        let arrivals: Vec<i64> = (0..3000_i64)
+            .map(|n| now - (n * 7_919 + n * n * 13) % 7_200)
+            .collect();
+        let (batch_org, batch) = (org.clone(), arrivals.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(store.write(move |txn| {
+                let mut rollups = RollupBatch::new();
+                for (n, at) in batch.iter().enumerate() {
+                    let service = if n % 2 == 0 { Some("web") } else { None };
+                    rollups.count(&batch_org, Metric::Errors, service, None, Timestamp(at * 1000));
+                }
+                rollups.flush(txn)
+            }))
+            .unwrap();
+        for seconds in [1, 9, 10, 59, 60, 61, 299, 300, 3_599, 3_600] {
+            let expected = arrivals.iter().filter(|at| **at > now - seconds).count() as u64;
+            let web = arrivals
+                .iter()
+                .enumerate()
+                .filter(|(n, at)| n % 2 == 0 && **at > now - seconds)
+                .count() as u64;
+            let (org, end) = (org.clone(), Timestamp(now * 1000 + 999));
+            let (any, only_web) = store
+                .read_blocking(move |txn| {
+                    let any = window(txn, &org, Metric::Errors, None, None, end, seconds)?;
+                    let web = window(txn, &org, Metric::Errors, Some("web"), None, end, seconds)?;
+                    Ok::<_, StoreError>((any.count, web.count))
+                })
+                .unwrap();
+            assert_eq!(any, expected, "window {seconds}");
+            assert_eq!(only_web, web, "web, window {seconds}");
+        }
     }
 
     #[test]

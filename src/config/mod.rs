@@ -102,7 +102,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     doc("WEB_ERROR_ALERTS_ENABLED", "false", "master switch for browser error spike alerts"),
     doc("WEB_ERROR_ALERT_CHANNELS", NONE, "comma list of channel ids or names to notify"),
     doc("WEB_ERROR_SPIKE_THRESHOLD", "50", "events in the window that count as a spike (>= 1)"),
-    doc("WEB_ERROR_SPIKE_WINDOW_SECONDS", "300", "length of the spike window (>= 1)"),
+    doc("WEB_ERROR_SPIKE_WINDOW_SECONDS", "300", "length of the spike window (1 to 86400)"),
     doc("WEB_ERROR_ALERT_COOLDOWN_SECONDS", "900", "pause between successive spike alerts (>= 0)"),
     doc("RETENTION_DAYS", "30", "days telemetry is kept (>= 1)"),
     doc("ALERT_EVAL_INTERVAL_SECONDS", "10", "how often alert rules are evaluated (>= 1)"),
@@ -396,7 +396,7 @@ impl WebErrorAlertSettings {
             enabled: raw.setting("WEB_ERROR_ALERTS_ENABLED", boolean)?,
             channels: raw.list("WEB_ERROR_ALERT_CHANNELS", channel)?,
             spike_threshold: raw.setting("WEB_ERROR_SPIKE_THRESHOLD", at_least(1))?,
-            spike_window: raw.seconds("WEB_ERROR_SPIKE_WINDOW_SECONDS", at_least(1))?,
+            spike_window: raw.seconds("WEB_ERROR_SPIKE_WINDOW_SECONDS", between(1, 86_400))?,
             cooldown: raw.seconds("WEB_ERROR_ALERT_COOLDOWN_SECONDS", at_least(0))?,
         })
     }

@@ -201,6 +201,7 @@ fn valid_edge_values_are_accepted() {
     let origins = "https://App.example.com, http://localhost:3000";
     let config = from_env(&[
         ("WEB_ERROR_ALERT_COOLDOWN_SECONDS", "0"),
+        ("WEB_ERROR_SPIKE_WINDOW_SECONDS", "86400"),
         ("WEB_INGEST_MAX_EVENTS", " 10000 "),
         ("WEB_INGEST_ORG_ID", "org_01HZX3V6K8M9N0P1Q2R3S4T5V6"),
         ("COOKIE_DOMAIN", ".Example.COM"),
@@ -210,6 +211,17 @@ fn valid_edge_values_are_accepted() {
     ]);
     let config = config.unwrap();
     assert_eq!(config.web_error_alerts.cooldown, Duration::ZERO);
+    assert_eq!(
+        config.web_error_alerts.spike_window,
+        Duration::from_secs(86_400)
+    );
+    let too_long = from_env(&[("WEB_ERROR_SPIKE_WINDOW_SECONDS", "86401")]).unwrap_err();
+    assert!(
+        too_long
+            .to_string()
+            .contains("WEB_ERROR_SPIKE_WINDOW_SECONDS"),
+        "{too_long}"
+    );
     assert_eq!(config.ingest.max_events, 10_000);
     assert_eq!(config.auth.cookie_domain.as_deref(), Some(".example.com"));
     let allowed = &config.ingest.allowed_origins;
