@@ -398,7 +398,13 @@ mod tests {
     #[test]
     fn covers_are_exact_contiguous_and_few() {
         let size = |letter: char| LEVELS.iter().find(|(l, _)| *l == letter).unwrap().1;
-        for (first, last) in [(0, 0), (7, 7), (59, 61), (1_000_003, 1_086_402), (3_599, 7_201)] {
+        for (first, last) in [
+            (0, 0),
+            (7, 7),
+            (59, 61),
+            (1_000_003, 1_086_402),
+            (3_599, 7_201),
+        ] {
             let runs = cover(first, last);
             let mut at = first;
             for &(letter, from, to) in &runs {
@@ -436,7 +442,13 @@ mod tests {
                 let mut rollups = RollupBatch::new();
                 for (n, at) in batch.iter().enumerate() {
                     let service = if n % 2 == 0 { Some("web") } else { None };
-                    rollups.count(&batch_org, Metric::Errors, service, None, Timestamp(at * 1000));
+                    rollups.count(
+                        &batch_org,
+                        Metric::Errors,
+                        service,
+                        None,
+                        Timestamp(at * 1000),
+                    );
                 }
                 rollups.flush(txn)
             }))
