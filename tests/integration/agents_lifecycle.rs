@@ -1,6 +1,6 @@
 //! Agents across a server restart and across organisations: `lookout agent` reconnects by
 //! itself when the server comes back, and a shell ticket minted in one organisation cannot
-//! open a terminal on another organisation's agent.
+//! open a terminal on another organisation's agent. The token can stay off the command line.
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -95,4 +95,35 @@ fn a_ticket_of_one_organisation_cannot_open_another_organisations_agent() {
     );
     let spent = runtime.block_on(open_refused(minted["url"].as_str().unwrap(), None, None));
     assert_eq!((spent.status, spent.code.as_str()), (401, "invalid_ticket"));
+}
+
+/// The token can stay out of the process list (which every local user can read): from
+/// `LOOKOUT_AGENT_TOKEN`, as the systemd unit passes it, or from `--token-file`.
+#[test]
+fn the_token_can_come_from_the_environment_or_a_file_and_stays_off_the_command_line() {
+    let (server, session) = server_with_owner();
+    let (env_id, env_token) = enrol(&server, &session, "from-env");
+    let agent = AgentProcess::start_with(&server, &[], &[("LOOKOUT_AGENT_TOKEN", &env_token)]);
+    wait_agent(&server, &session, &env_id, "agent online", |a| {
+        a["status"] == "online"
+    });
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", agent.pid())).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains(&env_token));
+
+    let (file_id, file_token) = enrol(&server, &session, "from-file");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.token");
+    std::fs::write(&path, format!("{file_token}\n")).unwrap();
+    let path = path.to_str().unwrap();
+    let _agent = AgentProcess::start_with(&server, &["--token-file", path], &[]);
+    wait_agent(&server, &session, &file_id, "agent online", |a| {
+        a["status"] == "online"
+    });
+
+    let mut without = AgentProcess::start_with(&server, &[], &[]);
+    assert_eq!(without.wait_exit(Duration::from_secs(10)), Some(1));
+    // The log is read on its own thread: give it a moment after the exit.
+    wait_for("the missing-token message", Duration::from_secs(5), || {
+        without.log().contains("LOOKOUT_AGENT_TOKEN").then_some(())
+    });
 }

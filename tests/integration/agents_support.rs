@@ -53,11 +53,23 @@ pub(crate) struct AgentProcess {
 
 impl AgentProcess {
     pub fn start(server: &TestServer, token: &str, extra: &[&str]) -> AgentProcess {
-        let mut child = Command::new(BIN)
-            .args(["agent", "--server", &server.url(""), "--token", token])
-            .args(extra)
+        let mut args = vec!["--token", token];
+        args.extend_from_slice(extra);
+        AgentProcess::start_with(server, &args, &[])
+    }
+
+    /// Starts `lookout agent --server URL ARGS` with only `PATH` and `env` in its environment.
+    pub fn start_with(server: &TestServer, args: &[&str], env: &[(&str, &str)]) -> AgentProcess {
+        let mut command = Command::new(BIN);
+        command
+            .args(["agent", "--server", &server.url("")])
+            .args(args)
             .env_clear()
-            .env("PATH", "/usr/bin:/bin")
+            .env("PATH", "/usr/bin:/bin");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -74,6 +86,10 @@ impl AgentProcess {
             }
         });
         AgentProcess { child, log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log(&self) -> String {
