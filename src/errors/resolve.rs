@@ -46,6 +46,9 @@ pub fn resolve_frames(
     let Some(release) = release else {
         return Ok(false);
     };
+    if !sourcemaps::release_has_maps(txn, org, release)? {
+        return Ok(false);
+    }
     let mut changed = false;
     for frame in frames.iter_mut() {
         if frame.get("resolved").is_some() {

@@ -29,7 +29,7 @@ use crate::http::error::Problem;
 use crate::http::extract::read_body;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::codec::Record;
-use crate::store::{RecordTable, StoreError, tables};
+use crate::store::{RecordTable, Scan, StoreError, tables};
 
 crate::typed_id!(
     /// `smp_…`
@@ -270,6 +270,22 @@ pub fn put(
     blobs.insert(record.id.as_str(), compressed)?;
     drop(blobs);
     SOURCEMAPS.insert(txn, &key, record)
+}
+
+/// Whether any map was uploaded for `release`: the frames of a release without maps need no
+/// lookups, one per frame and file name (most releases of most sites have none).
+pub fn release_has_maps(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    release: &str,
+) -> Result<bool, StoreError> {
+    let prefix = map_key(org, release, "");
+    let scan = Scan {
+        prefix: &prefix,
+        after: None,
+        limit: 1,
+    };
+    Ok(!SOURCEMAPS.scan(txn, scan)?.is_empty())
 }
 
 /// The record of the map uploaded for `release` and `file`, without reading the map: enough to

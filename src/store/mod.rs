@@ -339,8 +339,13 @@ impl Store {
 }
 
 /// Opens the database file, creating it when missing.
+/// redb's page cache (reads, and up to half of it for pages written by the open transaction).
+/// Its default of 1 GiB made the cache most of the server's memory under sustained ingest;
+/// the hot pages (recent events, groups, indexes) fit well within this.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
 fn open_database(path: &Path) -> Result<Database, redb::DatabaseError> {
-    Database::builder().create(path)
+    Database::builder().set_cache_size(CACHE_BYTES).create(path)
 }
 
 /// Locks a mutex, ignoring poisoning: the guarded values stay consistent across panics.

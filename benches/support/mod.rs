@@ -1,0 +1,154 @@
+//! What the end-to-end benchmarks share: the release `lookout serve` on a fresh data dir, an
+//! owner created through the CLI and signed in, and readings of a process from `/proc`.
+//!
+//! Included with `mod support;` by each benchmark that drives the real binary; not a benchmark
+//! of its own (Cargo only builds the files named in `[[bench]]`).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// The binary this benchmark was built with.
+const BUILT_BIN: &str = env!("CARGO_BIN_EXE_lookout");
+pub const EMAIL: &str = "bench@example.com";
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// The `lookout` to run: LOOKOUT_BENCH_BIN names another build (to compare two versions back
+/// to back on the same machine), else the one built with this benchmark.
+pub fn bin() -> String {
+    std::env::var("LOOKOUT_BENCH_BIN").unwrap_or_else(|_| BUILT_BIN.to_string())
+}
+
+/// Kills the child when the bench ends, however it ends.
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A number from the environment, or `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Starts `lookout serve` on `data_dir` with `env` on top of a clean environment; returns it
+/// with the address it listens on.
+pub fn start_server(data_dir: &Path, env: &[(&str, &str)]) -> (Process, String) {
+    let mut command = Command::new(bin());
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LOOKOUT_DATA_DIR", data_dir)
+        .env("LOOKOUT_LISTEN", "127.0.0.1:0")
+        .env("LOG_LEVEL", "warn");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lookout serve");
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let addr = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("listening on ").map(str::to_string))
+        .expect("`listening on` line");
+    (Process(child), addr)
+}
+
+/// Creates the owner (and the `default` organisation) through the CLI, which goes through the
+/// running server's admin socket, and signs in: returns `(session cookie, csrf token)`.
+pub fn sign_in_owner(data_dir: &Path, base: &str) -> (String, String) {
+    let mut create = Command::new(bin())
+        .args(["user", "create", "--email", EMAIL, "--password-stdin"])
+        .args(["--role", "owner"])
+        .env_clear()
+        .env("LOOKOUT_DATA_DIR", data_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("lookout user create");
+    writeln!(create.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+    assert!(create.wait().unwrap().success(), "user create failed");
+    let reply = reqwest::blocking::Client::new()
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&json!({"email": EMAIL, "password": PASSWORD}))
+        .send()
+        .expect("login");
+    let cookie = reply
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(|value| value.strip_prefix("lookout_session="))
+        .and_then(|value| value.split(';').next())
+        .expect("session cookie")
+        .to_string();
+    let body: Value = reply.json().unwrap();
+    let csrf = body["csrf_token"].as_str().expect("csrf_token").to_string();
+    (cookie, csrf)
+}
+
+/// A POST as the web UI sends it, asserting success.
+pub fn post(base: &str, (cookie, csrf): &(String, String), path: &str, body: Value) -> Value {
+    let reply = reqwest::blocking::Client::new()
+        .post(format!("{base}{path}"))
+        .json(&body)
+        .header(
+            "cookie",
+            format!("lookout_session={cookie}; lookout_csrf={csrf}"),
+        )
+        .header("x-csrf-token", csrf)
+        .send()
+        .expect("request");
+    assert!(reply.status().is_success(), "{path}: {}", reply.status());
+    reply.json().unwrap()
+}
+
+/// A new API key of the signed-in owner.
+pub fn api_key(base: &str, session: &(String, String)) -> String {
+    let created = post(
+        base,
+        session,
+        "/api/v1/orgs/me/api-keys",
+        json!({"name": "bench"}),
+    );
+    created["key"].as_str().expect("key").to_string()
+}
+
+/// A `KEY:` line of `/proc/<pid>/status`, in KiB (`VmRSS:`, `VmHWM:`).
+pub fn status_kib(pid: &str, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|value| value.parse().ok())
+        .unwrap()
+}
+
+/// CPU seconds (user, system) of process `pid` (`self` for this one).
+pub fn cpu_seconds(pid: &str) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name may hold spaces; the fields after its closing parenthesis do not.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let seconds = |index: usize| fields[index].parse::<f64>().unwrap() / ticks;
+    // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name and state.
+    (seconds(11), seconds(12))
+}
