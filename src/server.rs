@@ -55,7 +55,14 @@ pub struct AppState {
     pub notify: Notify,
     pub agents: Agents,
     pub search: crate::search::Search,
+    pub spikes: crate::alerting::evaluator::SpikeWake,
     pub metrics: PrometheusHandle,
+}
+
+impl FromRef<AppState> for crate::alerting::evaluator::SpikeWake {
+    fn from_ref(state: &AppState) -> crate::alerting::evaluator::SpikeWake {
+        state.spikes.clone()
+    }
 }
 
 impl FromRef<AppState> for crate::search::Search {
@@ -291,6 +298,7 @@ pub async fn run(
         notify: notify.clone(),
         agents,
         search: search.clone(),
+        spikes: evaluator.spike_wake(),
         metrics,
     };
     let router = build_router(state);

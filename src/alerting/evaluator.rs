@@ -27,6 +27,20 @@ use crate::store::{ReadTxn, StoreError};
 
 /// How often old rollup rows are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
+/// The least time between two spike checks asked for by ingest.
+const SPIKE_CHECK_SPACING: Duration = Duration::from_millis(250);
+
+/// Asks the evaluator to check browser-error spikes now rather than at its next tick: ingest
+/// nudges it after committing error events, so a spike alert fires within moments of the
+/// spike. Nudges while a check runs or waits collapse into one.
+#[derive(Clone, Default)]
+pub struct SpikeWake(std::sync::Arc<tokio::sync::Notify>);
+
+impl SpikeWake {
+    pub fn nudge(&self) {
+        self.0.notify_one();
+    }
+}
 
 /// Everything the evaluator needs.
 #[derive(Clone)]
@@ -34,6 +48,7 @@ pub struct Evaluator {
     notify: Notify,
     agents: Agents,
     spikes: WebErrorAlertSettings,
+    wake: SpikeWake,
     /// When this server started: an agent is not called offline for time the server was down.
     started: Timestamp,
 }
@@ -66,8 +81,14 @@ impl Evaluator {
             notify,
             agents,
             spikes,
+            wake: SpikeWake::default(),
             started,
         }
+    }
+
+    /// The handle ingest nudges after committing error events.
+    pub fn spike_wake(&self) -> SpikeWake {
+        self.wake.clone()
     }
 
     fn clock(&self) -> &Clock {
@@ -80,12 +101,23 @@ impl Evaluator {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sweep = std::time::Instant::now();
         loop {
-            tokio::select! {
-                _ = ticker.tick() => {}
+            let spikes_only = tokio::select! {
+                _ = ticker.tick() => false,
+                _ = self.wake.0.notified(), if self.spikes.enabled => true,
                 _ = stop.changed() => return,
-            }
+            };
             if *stop.borrow() {
                 return;
+            }
+            if spikes_only {
+                if let Err(error) = self.check_spikes().await {
+                    tracing::warn!(%error, "spike check failed; retrying next tick");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(SPIKE_CHECK_SPACING) => {}
+                    _ = stop.changed() => return,
+                }
+                continue;
             }
             let started = std::time::Instant::now();
             match self.tick().await {
@@ -147,6 +179,33 @@ impl Evaluator {
             self.notify.wake();
         }
         Ok(report)
+    }
+
+    /// Checks browser-error spikes only (between ticks, when ingest asks).
+    pub async fn check_spikes(&self) -> Result<usize, StoreError> {
+        if !self.spikes.enabled {
+            return Ok(0);
+        }
+        let now = self.clock().now();
+        let this = self.clone();
+        let spikes = self
+            .notify
+            .store()
+            .read(move |txn| this.decide_spikes(txn, now))
+            .await?;
+        if spikes.is_empty() {
+            return Ok(0);
+        }
+        let base_url = self.notify.base_url().to_string();
+        let (changes, events) = self
+            .notify
+            .store()
+            .write(move |txn| apply(txn, &[], &spikes, now, &base_url))
+            .await?;
+        if events > 0 {
+            self.notify.wake();
+        }
+        Ok(changes)
     }
 
     /// The read half of a tick.

@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 use super::experiments::{self, model::parse_exposure};
 use super::{Ingest, body, errors, gate, scrub, sessions, spans};
 use crate::accounts::model::OrgId;
+use crate::alerting::evaluator::SpikeWake;
 use crate::auth::Auth;
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
@@ -33,6 +34,7 @@ where
     Ingest: FromRef<S>,
     Auth: FromRef<S>,
     crate::search::Search: FromRef<S>,
+    SpikeWake: FromRef<S>,
 {
     let mut router = OpenApiRouter::new()
         .routes(routes!(post_web_errors))
@@ -185,6 +187,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
 async fn post_web_errors(
     State(ingest): State<Ingest>,
     State(search): State<crate::search::Search>,
+    State(spikes): State<SpikeWake>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let parse = |item: &Value, context: &ItemContext| {
@@ -202,6 +205,7 @@ async fn post_web_errors(
             .await
             .map_err(ApiError::from)?;
         errors::events_committed(&search, &batch.org, stored);
+        spikes.nudge();
     }
     Ok(accepted(count, batch.rejected))
 }

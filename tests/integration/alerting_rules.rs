@@ -670,3 +670,23 @@ fn spike_alerts_fire_once_per_cooldown_to_their_channels_and_resolve() {
         .collect();
     assert_eq!(spikes.len(), 1);
 }
+
+#[test]
+fn spike_alerts_fire_at_ingest_without_waiting_for_a_tick() {
+    // An hour between ticks: only ingest's nudge can raise the alert in time.
+    let server = rules_server(&[
+        ("ALERT_EVAL_INTERVAL_SECONDS", "3600"),
+        ("WEB_ERROR_ALERTS_ENABLED", "true"),
+        ("WEB_ERROR_SPIKE_THRESHOLD", "5"),
+    ]);
+    let session = owner(&server);
+    let (receiver, _) = subscribed(&server, &session, "oncall", &["alert.*"]);
+    // The first tick runs at start; wait it out so it cannot be what fires.
+    std::thread::sleep(Duration::from_secs(1));
+    send_errors(&server, 4, "web");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(event_names(&receiver).is_empty());
+    send_errors(&server, 1, "web");
+    let fired = wait_event(&receiver, "alert.fired", 1, Duration::from_secs(5));
+    assert_eq!(fired[0]["title"], "Browser error spike");
+}
