@@ -27,6 +27,8 @@ use crate::store::{ReadTxn, StoreError};
 
 /// How often old rollup rows are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
+/// Rollup rows removed per write transaction by the sweep.
+const SWEEP_CHUNK: usize = 2_000;
 /// The least time between two spike checks asked for by ingest.
 const SPIKE_CHECK_SPACING: Duration = Duration::from_millis(250);
 
@@ -137,13 +139,7 @@ impl Evaluator {
             }
             if last_sweep.elapsed() >= SWEEP_EVERY {
                 last_sweep = std::time::Instant::now();
-                let now = self.clock().now();
-                match self
-                    .notify
-                    .store()
-                    .write(move |txn| rollup::sweep(txn, now))
-                    .await
-                {
+                match self.sweep_rollups().await {
                     Ok(removed) => tracing::debug!(removed, "old rollup rows swept"),
                     Err(error) => tracing::warn!(%error, "rollup sweep failed"),
                 }
@@ -179,6 +175,22 @@ impl Evaluator {
             self.notify.wake();
         }
         Ok(report)
+    }
+
+    /// Removes rollup rows no window needs: found in a read, removed in small writes, so the
+    /// writer is never held for a whole-table scan.
+    async fn sweep_rollups(&self) -> Result<usize, StoreError> {
+        let now = self.clock().now();
+        let store = self.notify.store();
+        let stale = store.read(move |txn| rollup::stale_rows(txn, now)).await?;
+        let mut removed = 0;
+        for chunk in stale.chunks(SWEEP_CHUNK) {
+            let chunk = chunk.to_vec();
+            removed += store
+                .write(move |txn| rollup::remove_rows(txn, &chunk))
+                .await?;
+        }
+        Ok(removed)
     }
 
     /// Checks browser-error spikes only (between ticks, when ingest asks).

@@ -327,9 +327,10 @@ pub fn window(
     Ok(total)
 }
 
-/// Removes rows older than they are needed; returns how many went. Scans the whole table, so
-/// the evaluator calls it every few minutes, not every tick.
-pub fn sweep(txn: &WriteTransaction, now: Timestamp) -> Result<usize, StoreError> {
+/// The keys of rows older than they are needed. A read: the whole table is scanned, so the
+/// evaluator does it every few minutes, outside the writer, and removes the keys in chunks
+/// (`remove_rows`). A row this returns is never written again (arrival times only move on).
+pub fn stale_rows(txn: &impl ReadTxn, now: Timestamp) -> Result<Vec<String>, StoreError> {
     let now = now.unix_seconds();
     let cutoff = |letter: char| {
         if short_lived(letter) {
@@ -357,12 +358,16 @@ pub fn sweep(txn: &WriteTransaction, now: Timestamp) -> Result<usize, StoreError
         let old = (bucket + 1) * size <= cutoff(letter);
         Ok(old.then(|| key.to_string()))
     })?;
-    drop(table);
-    let stale: Vec<String> = stale.into_iter().flatten().collect();
-    for key in &stale {
-        ROLLUPS.remove(txn, key)?;
+    Ok(stale.into_iter().flatten().collect())
+}
+
+/// Removes the rows named by `keys`; returns how many were there.
+pub fn remove_rows(txn: &WriteTransaction, keys: &[String]) -> Result<usize, StoreError> {
+    let mut removed = 0;
+    for key in keys {
+        removed += usize::from(ROLLUPS.remove(txn, key)?);
     }
-    Ok(stale.len())
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -453,6 +458,20 @@ mod tests {
                 rollups.flush(txn)
             }))
             .unwrap();
+        // Two hours on, the 1 s and 10 s rows of the first hour are stale, the others not.
+        let later = Timestamp((now + 7_200) * 1000);
+        let stale = store.read_blocking(|txn| stale_rows(txn, later)).unwrap();
+        assert!(!stale.is_empty());
+        assert!(stale.iter().all(|key| {
+            let last = key.rsplit('/').next().unwrap();
+            last.starts_with('s') || last.starts_with('t')
+        }));
+        let a_day_on = Timestamp((now + 2 * 86_400) * 1000);
+        let all = store
+            .read_blocking(|txn| stale_rows(txn, a_day_on))
+            .unwrap();
+        let rows = store.read_blocking(|txn| ROLLUPS.row_count(txn)).unwrap();
+        assert_eq!(all.len() as u64, rows, "everything is stale two days on");
         for seconds in [1, 9, 10, 59, 60, 61, 299, 300, 3_599, 3_600] {
             let expected = arrivals.iter().filter(|at| **at > now - seconds).count() as u64;
             let web = arrivals
