@@ -315,6 +315,7 @@ pub async fn run(
         AdminContext {
             store: store.clone(),
             clock,
+            search: Some(search.clone()),
         },
         admin_stopped,
     ));

@@ -176,7 +176,11 @@ fn with_causes(error: &SnapshotError) -> String {
     message
 }
 
-async fn send_line(writer: &mut OwnedWriteHalf, value: &impl Serialize) -> std::io::Result<()> {
+/// Writes `value` as one JSON line (the streamed replies share it).
+pub(super) async fn send_line(
+    writer: &mut OwnedWriteHalf,
+    value: &impl Serialize,
+) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     line.push(b'\n');
     writer.write_all(&line).await

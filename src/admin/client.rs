@@ -1,4 +1,5 @@
-//! The CLI side of the admin socket: one blocking request and its reply.
+//! The CLI side of the admin socket: one blocking request and its reply, which a streamed
+//! command precedes with progress lines.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -22,22 +23,66 @@ pub enum ClientError {
     Refused(#[from] AdminFailure),
 }
 
+/// Sends `request` to the server listening at `socket` and returns its result, handing each
+/// `{"progress":…}` line that precedes the reply to `progress` (streamed commands: reindex).
+/// `wait` bounds the gap between two lines.
+pub fn call_with_progress(
+    socket: &Path,
+    request: &AdminRequest,
+    wait: Duration,
+    progress: &mut dyn FnMut(serde_json::Value),
+) -> Result<serde_json::Value, ClientError> {
+    let stream = connect(socket, request, wait)?;
+    let mut reader = BufReader::new(&stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Err(ClientError::Protocol(
+                "the server closed the connection before replying".into(),
+            ));
+        }
+        let mut value: serde_json::Value = serde_json::from_str(line.trim_end())
+            .map_err(|err| ClientError::Protocol(err.to_string()))?;
+        match value.get_mut("progress") {
+            Some(report) => progress(report.take()),
+            None => return result_of(value),
+        }
+    }
+}
+
 /// Sends `request` to the server listening at `socket` and returns its result.
 pub fn call(socket: &Path, request: &AdminRequest) -> Result<serde_json::Value, ClientError> {
+    let stream = connect(socket, request, Duration::from_secs(120))?;
+    let mut reply = String::new();
+    BufReader::new(&stream).read_line(&mut reply)?;
+    let value = serde_json::from_str(reply.trim_end())
+        .map_err(|err| ClientError::Protocol(err.to_string()))?;
+    result_of(value)
+}
+
+/// Connects and sends the request line; reads then wait at most `wait`.
+fn connect(
+    socket: &Path,
+    request: &AdminRequest,
+    wait: Duration,
+) -> Result<UnixStream, ClientError> {
     let stream = UnixStream::connect(socket).map_err(|source| ClientError::Connect {
         path: socket.display().to_string(),
         source,
     })?;
-    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+    stream.set_read_timeout(Some(wait))?;
     stream.set_write_timeout(Some(Duration::from_secs(30)))?;
     let mut line =
         serde_json::to_vec(request).map_err(|err| ClientError::Protocol(err.to_string()))?;
     line.push(b'\n');
     (&stream).write_all(&line)?;
-    let mut reply = String::new();
-    BufReader::new(&stream).read_line(&mut reply)?;
-    let response: AdminResponse = serde_json::from_str(reply.trim_end())
-        .map_err(|err| ClientError::Protocol(err.to_string()))?;
+    Ok(stream)
+}
+
+/// The result of a reply line, or the failure it carries.
+fn result_of(reply: serde_json::Value) -> Result<serde_json::Value, ClientError> {
+    let response: AdminResponse =
+        serde_json::from_value(reply).map_err(|err| ClientError::Protocol(err.to_string()))?;
     match (response.ok, response.result, response.error) {
         (true, Some(result), _) => Ok(result),
         (false, _, Some(failure)) => Err(ClientError::Refused(failure)),

@@ -7,6 +7,7 @@
 
 pub mod backup;
 pub mod client;
+pub mod reindex;
 pub mod server;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,9 @@ pub enum AdminRequest {
     },
     /// A backup of the whole database, streamed back (see `backup.rs`); not run by `execute`.
     Backup,
+    /// Rebuild the search index while the server runs, with progress (see `reindex.rs`); not
+    /// run by `execute`.
+    Reindex,
 }
 
 /// One line of reply.
@@ -89,6 +93,8 @@ impl AdminResponse {
 pub struct AdminContext {
     pub store: Store,
     pub clock: Clock,
+    /// The running server's search index; `None` when the CLI opened the data dir itself.
+    pub search: Option<crate::search::Search>,
 }
 
 /// Runs one admin command.
@@ -164,6 +170,11 @@ pub async fn execute(context: &AdminContext, request: AdminRequest) -> Result<Va
         AdminRequest::Backup => Err(AdminFailure {
             code: "invalid_payload".to_string(),
             message: "backup is streamed by the admin socket server, not run as a command".into(),
+        }),
+        // Offline the CLI rebuilds the index itself (`cli/reindex.rs`).
+        AdminRequest::Reindex => Err(AdminFailure {
+            code: "invalid_payload".to_string(),
+            message: "reindex is streamed by the admin socket server, not run as a command".into(),
         }),
     }
 }

@@ -97,6 +97,10 @@ async fn handle(stream: UnixStream, owner_uid: u32, context: AdminContext) -> st
             Ok(AdminRequest::Backup) => {
                 return super::backup::serve(&context, &mut write_half).await;
             }
+            // So does a reindex, after its progress lines.
+            Ok(AdminRequest::Reindex) => {
+                return super::reindex::serve(&context, &mut write_half).await;
+            }
             Ok(request) => AdminResponse::from_result(execute(&context, request).await),
             Err(err) => AdminResponse::from_result(Err(AdminFailure {
                 code: "invalid_payload".to_string(),

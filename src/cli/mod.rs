@@ -57,7 +57,7 @@ pub enum Command {
     Backup(backup::BackupArgs),
     /// Restore a backup into an empty or absent data dir
     Restore(restore::RestoreArgs),
-    /// Rebuild the search index from the stored events (the server must be stopped)
+    /// Rebuild the search index from the stored events (also while the server runs)
     Reindex,
     /// Connect this host to a server as an agent (metrics, terminal)
     Agent(agent::AgentArgs),

@@ -37,6 +37,7 @@ fn run_here(dir: DataDir, request: AdminRequest) -> anyhow::Result<Value> {
     let context = AdminContext {
         store: store.clone(),
         clock: Clock::system(),
+        search: None,
     };
     let result = runtime.block_on(async {
         let result = execute(&context, request).await;

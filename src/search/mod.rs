@@ -2,30 +2,35 @@
 //! `<data dir>/search`, derived from redb and rebuildable from it at any time.
 //!
 //! `Search` is the handle: `submit` hands committed events to the one writer thread
-//! (`writer.rs`), `query` runs a search (`query.rs`) on the caller's (blocking) thread, and
+//! (`writer.rs`), `query` runs a search (`query.rs`) on the caller's (blocking) thread,
+//! `rebuild_online` has the writer rebuild the index while the server runs (`rebuild.rs`), and
 //! `close` commits what is pending and stops the writer. The index is opened with
-//! `ReloadPolicy::Manual`; the writer reloads the reader after each commit.
+//! `ReloadPolicy::Manual`; the writer reloads the reader after each commit, and replaces the
+//! index searches use (`Opened`) when a rebuild is swapped in.
 //!
 //! Invariants: ingest never waits for indexing and never fails because of it; a missing or
 //! unreadable index is rebuilt from redb on start (after a restore, for one); `lookout
-//! reindex` rebuilds it on demand (`rebuild`).
+//! reindex` rebuilds it on demand, offline (`rebuild`) or through the running server, and
+//! searches answer from the old index until the new one is complete.
 
 pub mod query;
+pub mod rebuild;
 pub mod schema;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use tantivy::directory::MmapDirectory;
-use tantivy::{Index, IndexReader, ReloadPolicy};
+use tantivy::{Index, IndexReader};
 
 use crate::ingest::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
+pub use rebuild::{RebuildReport, rebuild};
 use schema::Fields;
-use writer::{Message, Writer};
+use writer::{Message, Target, Writer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -50,12 +55,19 @@ pub struct Search {
 }
 
 struct Inner {
-    index: Index,
-    reader: IndexReader,
+    /// The index searches read; the writer thread replaces it when a rebuild is swapped in.
+    current: Arc<RwLock<Arc<Opened>>>,
     fields: Fields,
     /// The writer's inbox; `None` once closed (dropping it ends the writer loop).
     sender: Mutex<Option<Sender<Message>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// An open index and its reader. A search holds one for its whole run, so a swap never
+/// changes the index under it (the replaced files stay mapped until the last search ends).
+pub struct Opened {
+    pub index: Index,
+    pub reader: IndexReader,
 }
 
 /// The index directory of a data dir.
@@ -64,7 +76,7 @@ pub fn index_dir(data_dir: &Path) -> PathBuf {
 }
 
 /// Opens the index at `dir`, creating it when absent or unreadable (after a warning).
-fn open_index(dir: &Path) -> Result<Index, SearchError> {
+pub(crate) fn open_index(dir: &Path) -> Result<Index, SearchError> {
     let (schema, _) = schema::schema();
     let directory_error = |source| SearchError::Directory {
         path: dir.to_path_buf(),
@@ -94,14 +106,21 @@ impl Search {
     /// Opens (or creates) the index at `dir`, catches up with redb, and starts the writer
     /// thread. Blocking: call it from a blocking thread.
     pub fn start(dir: &Path, store: &Store) -> Result<Search, SearchError> {
-        let index = open_index(dir)?;
+        rebuild::remove_leftovers(dir)?;
+        let live = Target::new(open_index(dir)?)?;
         let (_, fields) = schema::schema();
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
-        let mut writer = Writer::new(index.clone(), reader.clone(), fields.clone())?;
-        let caught_up = writer.catch_up(store, |_| {})?;
+        let current = Arc::new(RwLock::new(Arc::new(Opened {
+            index: live.index.clone(),
+            reader: live.reader.clone(),
+        })));
+        let mut writer = Writer::new(
+            fields.clone(),
+            live,
+            dir.to_path_buf(),
+            current.clone(),
+            store.clone(),
+        );
+        let caught_up = writer.catch_up()?;
         if caught_up > 0 {
             tracing::info!(events = caught_up, "search index caught up with the store");
         }
@@ -115,13 +134,37 @@ impl Search {
             })?;
         Ok(Search {
             inner: Arc::new(Inner {
-                index,
-                reader,
+                current,
                 fields,
                 sender: Mutex::new(Some(sender)),
                 thread: Mutex::new(Some(thread)),
             }),
         })
+    }
+
+    /// The index searches read now.
+    pub(crate) fn opened(&self) -> Arc<Opened> {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Has the writer thread rebuild the index from redb while ingest and searches go on;
+    /// reports arrive on the receiver, ending with `Finished`. Dropping the receiver cancels
+    /// the rebuild (at its next report) and leaves the index as it was.
+    pub fn rebuild_online(&self) -> Receiver<RebuildReport> {
+        let (reports, receiver) = mpsc::channel();
+        let sent = self
+            .lock_sender()
+            .as_ref()
+            .is_some_and(|sender| sender.send(Message::Rebuild(reports.clone())).is_ok());
+        if !sent {
+            let stopped = "the search writer has stopped".to_string();
+            let _ = reports.send(RebuildReport::Finished(Err(stopped)));
+        }
+        receiver
     }
 
     /// Hands durable events to the writer; never blocks on indexing.
@@ -174,23 +217,4 @@ impl Search {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-/// Deletes the index at `dir` and builds it again from every stored event; `progress` gets
-/// the count indexed so far. The server must not be running on this data dir.
-pub fn rebuild(dir: &Path, store: &Store, progress: impl FnMut(u64)) -> Result<u64, SearchError> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|source| SearchError::Directory {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let index = open_index(dir)?;
-    let (_, fields) = schema::schema();
-    let reader = index
-        .reader_builder()
-        .reload_policy(ReloadPolicy::Manual)
-        .try_into()?;
-    let mut writer = Writer::new(index, reader, fields)?;
-    Ok(writer.catch_up(store, progress)?)
 }

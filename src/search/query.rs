@@ -49,7 +49,8 @@ impl Search {
     /// Blocking: call it from a blocking thread.
     pub fn query(&self, request: &SearchRequest) -> Result<Vec<String>, SearchError> {
         let fields = &self.inner.fields;
-        let searcher = self.inner.reader.searcher();
+        let opened = self.opened();
+        let searcher = opened.reader.searcher();
         let parsed = match request
             .q
             .as_deref()
@@ -58,7 +59,7 @@ impl Search {
         {
             Some(q) => {
                 let defaults = vec![fields.message, fields.name, fields.stack, fields.url];
-                let mut parser = QueryParser::for_index(&self.inner.index, defaults);
+                let mut parser = QueryParser::for_index(&opened.index, defaults);
                 parser.set_conjunction_by_default();
                 Some(
                     parser

@@ -24,6 +24,7 @@ mod cli;
 mod config_errors;
 mod durability;
 mod errors_groups;
+mod errors_reindex;
 mod errors_search;
 mod fixtures;
 mod harness;
