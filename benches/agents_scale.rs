@@ -8,8 +8,8 @@
 //! Run: `cargo bench --bench agents_scale` (LOOKOUT_BENCH_AGENTS=N to change the count, default
 //! 5,000; LOOKOUT_BENCH_HOLD_SECONDS=S to change the hold, default 30).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -19,30 +19,12 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-const BIN: &str = env!("CARGO_BIN_EXE_lookout");
-const EMAIL: &str = "bench@example.com";
-const PASSWORD: &str = "correct horse battery staple";
+use support::{api_key, cpu_seconds, env_number, post, sign_in_owner, start_server, status_kib};
+
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// Connections being opened at once: enough to go fast, few enough not to overflow the
 /// listener's accept backlog.
 const DIAL_CONCURRENCY: usize = 128;
-
-/// Kills the child when the bench ends, however it ends.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Raises this process's soft RLIMIT_NOFILE to its hard limit: the client holds one socket per
 /// agent, and the server, spawned from here, inherits the limit for its side of each.
@@ -58,78 +40,6 @@ fn raise_fd_limit() -> u64 {
         assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit), 0);
     }
     limit.rlim_cur
-}
-
-/// Starts `lookout serve` on a fresh data dir, accepting `connections` connections.
-fn start_server(data_dir: &std::path::Path, connections: usize) -> (Process, String) {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("LOOKOUT_DATA_DIR", data_dir)
-        .env("LOOKOUT_LISTEN", "127.0.0.1:0")
-        .env("LOOKOUT_MAX_CONNECTIONS", connections.to_string())
-        .env("LOG_LEVEL", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lookout serve");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let addr = stdout
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("listening on ").map(str::to_string))
-        .expect("`listening on` line");
-    (Process(child), addr)
-}
-
-/// Creates the owner through the CLI and signs in: returns `(session cookie, csrf token)`.
-fn sign_in(data_dir: &std::path::Path, base: &str) -> (String, String) {
-    let mut create = Command::new(BIN)
-        .args(["user", "create", "--email", EMAIL, "--password-stdin"])
-        .args(["--role", "owner"])
-        .env_clear()
-        .env("LOOKOUT_DATA_DIR", data_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("lookout user create");
-    writeln!(create.stdin.take().unwrap(), "{PASSWORD}").unwrap();
-    assert!(create.wait().unwrap().success(), "user create failed");
-    let reply = reqwest::blocking::Client::new()
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"email": EMAIL, "password": PASSWORD}))
-        .send()
-        .expect("login");
-    let cookie = reply
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find_map(|value| value.strip_prefix("lookout_session="))
-        .and_then(|value| value.split(';').next())
-        .expect("session cookie")
-        .to_string();
-    let body: Value = reply.json().unwrap();
-    let csrf = body["csrf_token"].as_str().expect("csrf_token").to_string();
-    (cookie, csrf)
-}
-
-/// A POST as the web UI sends it.
-fn post(base: &str, (cookie, csrf): &(String, String), path: &str, body: Value) -> Value {
-    let reply = reqwest::blocking::Client::new()
-        .post(format!("{base}{path}"))
-        .json(&body)
-        .header(
-            "cookie",
-            format!("lookout_session={cookie}; lookout_csrf={csrf}"),
-        )
-        .header("x-csrf-token", csrf)
-        .send()
-        .expect("request");
-    assert!(reply.status().is_success(), "{path}: {}", reply.status());
-    reply.json().unwrap()
 }
 
 /// Counts agents online and in all, paging through `GET /api/v1/agents` with the API key.
@@ -160,23 +70,14 @@ fn count_agents(base: &str, api_key: &str) -> (usize, usize) {
 
 /// The server's resident set (VmRSS, VmHWM) in KiB and CPU time (user, system) in seconds.
 fn server_usage(pid: u32) -> (u64, u64, f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(key))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|value| value.parse().ok())
-            .unwrap()
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The command name may hold spaces; the fields after its closing parenthesis do not.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let seconds = |index: usize| fields[index].parse::<f64>().unwrap() / ticks;
-    // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name and state.
-    (kib("VmRSS:"), kib("VmHWM:"), seconds(11), seconds(12))
+    let pid = pid.to_string();
+    let (user, system) = cpu_seconds(&pid);
+    (
+        status_kib(&pid, "VmRSS:"),
+        status_kib(&pid, "VmHWM:"),
+        user,
+        system,
+    )
 }
 
 /// One agent: hello, then a heartbeat at once and every `HEARTBEAT` until the runtime is
@@ -234,8 +135,8 @@ async fn agent(
 }
 
 fn main() {
-    let agents = env_number("LOOKOUT_BENCH_AGENTS", 5_000);
-    let hold = Duration::from_secs(env_number("LOOKOUT_BENCH_HOLD_SECONDS", 30) as u64);
+    let agents = env_number("LOOKOUT_BENCH_AGENTS", 5_000) as usize;
+    let hold = Duration::from_secs(env_number("LOOKOUT_BENCH_HOLD_SECONDS", 30));
     let fd_limit = raise_fd_limit();
     // Each agent is one socket here and one in the server, plus a margin for files and the API.
     assert!(
@@ -244,10 +145,11 @@ fn main() {
     );
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
-    let (server, addr) = start_server(&data_dir, agents + 256);
+    let connections = (agents + 256).to_string();
+    let (server, addr) = start_server(&data_dir, &[("LOOKOUT_MAX_CONNECTIONS", &connections)]);
     let pid = server.0.id();
     let base = format!("http://{addr}");
-    let session = sign_in(&data_dir, &base);
+    let session = sign_in_owner(&data_dir, &base);
     let enrolment = post(
         &base,
         &session,
@@ -255,13 +157,7 @@ fn main() {
         json!({"name": "bench"}),
     );
     let token = enrolment["token"].as_str().unwrap().to_string();
-    let api_key = post(
-        &base,
-        &session,
-        "/api/v1/orgs/me/api-keys",
-        json!({"name": "bench"}),
-    );
-    let api_key = api_key["key"].as_str().unwrap().to_string();
+    let api_key = api_key(&base, &session);
     let (rss_idle, _, _, _) = server_usage(pid);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

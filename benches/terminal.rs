@@ -7,82 +7,16 @@
 //! Run: `cargo bench --bench terminal` (release build; LOOKOUT_BENCH_KEYSTROKES=N to change
 //! the count).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-const BIN: &str = env!("CARGO_BIN_EXE_lookout");
-const EMAIL: &str = "bench@example.com";
-const PASSWORD: &str = "correct horse battery staple";
-
-/// Kills the child when the bench ends, however it ends.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `lookout serve` on a fresh data dir and returns it with its address.
-fn start_server(data_dir: &std::path::Path) -> (Process, String) {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("LOOKOUT_DATA_DIR", data_dir)
-        .env("LOOKOUT_LISTEN", "127.0.0.1:0")
-        .env("LOG_LEVEL", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lookout serve");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let addr = stdout
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("listening on ").map(str::to_string))
-        .expect("`listening on` line");
-    (Process(child), addr)
-}
-
-/// Creates the owner through the CLI and signs in: returns `(session cookie, csrf token)`.
-fn sign_in(data_dir: &std::path::Path, base: &str) -> (String, String) {
-    let mut create = Command::new(BIN)
-        .args(["user", "create", "--email", EMAIL, "--password-stdin"])
-        .args(["--role", "owner"])
-        .env_clear()
-        .env("LOOKOUT_DATA_DIR", data_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("lookout user create");
-    writeln!(create.stdin.take().unwrap(), "{PASSWORD}").unwrap();
-    assert!(create.wait().unwrap().success(), "user create failed");
-    let reply = reqwest::blocking::Client::new()
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"email": EMAIL, "password": PASSWORD}))
-        .send()
-        .expect("login");
-    let cookie = reply
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find_map(|value| value.strip_prefix("lookout_session="))
-        .and_then(|value| value.split(';').next())
-        .expect("session cookie")
-        .to_string();
-    let body: Value = reply.json().unwrap();
-    let csrf = body["csrf_token"].as_str().expect("csrf_token").to_string();
-    (cookie, csrf)
-}
+use support::{Process, bin, env_number, sign_in_owner, start_server};
 
 /// A request as the web UI sends it.
 fn call(base: &str, (cookie, csrf): &(String, String), path: &str, body: Option<Value>) -> Value {
@@ -107,15 +41,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let keystrokes: usize = std::env::var("LOOKOUT_BENCH_KEYSTROKES")
-        .ok()
-        .and_then(|count| count.parse().ok())
-        .unwrap_or(2_000);
+    let keystrokes = env_number("LOOKOUT_BENCH_KEYSTROKES", 2_000) as usize;
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
-    let (_server, addr) = start_server(&data_dir);
+    let (_server, addr) = start_server(&data_dir, &[]);
     let base = format!("http://{addr}");
-    let session = sign_in(&data_dir, &base);
+    let session = sign_in_owner(&data_dir, &base);
     let enrolment = call(
         &base,
         &session,
@@ -124,7 +55,7 @@ fn main() {
     );
     let token = enrolment["token"].as_str().unwrap();
     let _agent = Process(
-        Command::new(BIN)
+        Command::new(bin())
             .args(["agent", "--server", &base, "--token", token])
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
