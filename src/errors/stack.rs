@@ -2,10 +2,11 @@
 //! JavaScriptCore/Safari format) into frames, innermost first, as the browser printed them.
 //!
 //! Invariants: parsing is total — any input gives a (possibly empty) list of frames and never
-//! panics; a line that is not a frame (the message line of V8 stacks, `eval code`, blank lines)
-//! is skipped. At most `MAX_FRAMES` frames are kept, so a hostile stack costs bounded work
-//! downstream. Eval frames report the location of the script that called `eval` (the only
-//! location a source map can resolve) and carry `eval: true`; async frames carry `async: true`.
+//! panics; a line that is not a frame (the message line of V8 stacks, `eval code`, blank lines,
+//! anything that names no file) is skipped. At most `MAX_FRAMES` frames are kept, so a hostile
+//! stack costs bounded work downstream. Eval frames report the location of the script that
+//! called `eval` (the only location a source map can resolve) and carry `eval: true`; async
+//! frames carry `async: true`.
 
 use serde_json::{Map, Value};
 
@@ -77,6 +78,8 @@ pub fn parse(stack: &str) -> Vec<Frame> {
     stack
         .lines()
         .filter_map(|line| parse_line(line.trim()))
+        // A frame names its script; `f@ line 3 > eval` or `at f ( :1:2)` name none.
+        .filter(|frame| !frame.file.trim().is_empty())
         .take(MAX_FRAMES)
         .collect()
 }

@@ -56,6 +56,11 @@ fn odd_input_is_skipped_not_misread() {
         ("f@", 0),
         ("eval code", 0),
         ("x line 3 > eval", 1),
+        // Found by fuzzing: these were frames with an empty or blank file.
+        ("f@ line 3 > eval", 0),
+        ("f@  line 3 > eval", 0),
+        ("    at f ( :1:2)", 0),
+        ("    at eval (eval at g ( :1:2), <anonymous>:1:1)", 0),
     ];
     for (stack, count) in table {
         assert_eq!(parse(stack).len(), *count, "{stack:?}");
