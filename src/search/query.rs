@@ -3,28 +3,29 @@
 //! group, newest first.
 //!
 //! Invariants: every query is restricted to the caller's organisation and to event documents.
-//! Stack text lives in group documents, so `q` is run twice: over the organisation's group
-//! documents (which hold only `stack`), giving groups whose stack matches, then over its event
-//! documents, where an event matches `q` itself or belongs to one of those groups. A term on
-//! `stack` therefore combines with event fields by OR, not AND (`stack:x AND release:y`
-//! matches nothing: no document holds both; filter with `group` instead). Results are event
-//! ids; the caller reads the events from redb.
+//! Stack text lives in group documents, so each term of `q` that can match a stack (a
+//! `stack:` term, or a term without a field, which searches `message`, `name`, `stack` and
+//! `url`) is first run over the organisation's group documents, and the term is rewritten to
+//! "the event's own fields match, or its group is one of those": `stack:x AND release:y` is
+//! the events of release y in groups whose stack holds x. The query's boolean structure is
+//! kept as written. Results are event ids; the caller reads the events from redb.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{
-    BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery, TermSetQuery,
-};
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
+use tantivy::query_grammar::{self, UserInputAst, UserInputLeaf};
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{Order, TantivyDocument, Term};
+use tantivy::{Order, Searcher, TantivyDocument, Term};
 
 use super::schema::{KIND_EVENT, KIND_GROUP};
 use super::{Search, SearchError};
 
-/// Groups whose stacks match that are carried into the event query.
+/// Groups whose stacks match one term that are carried into the event query.
 const MAX_MATCHING_GROUPS: usize = 1_000;
+/// The fields a term without a field searches besides `stack`.
+const EVENT_TEXT_FIELDS: [&str; 3] = ["message", "name", "url"];
 
 pub struct SearchRequest {
     pub org: String,
@@ -61,9 +62,18 @@ impl Search {
                 let defaults = vec![fields.message, fields.name, fields.stack, fields.url];
                 let mut parser = QueryParser::for_index(&opened.index, defaults);
                 parser.set_conjunction_by_default();
+                let ast = query_grammar::parse_query(q)
+                    .map_err(|_| SearchError::InvalidQuery(format!("cannot parse {q:?}")))?;
+                let rewriter = StackTerms {
+                    parser: &parser,
+                    searcher: &searcher,
+                    org: &request.org,
+                    search: self,
+                };
+                let ast = rewriter.rewrite(ast)?;
                 Some(
                     parser
-                        .parse_query(q)
+                        .build_query_from_user_input_ast(ast)
                         .map_err(|error| SearchError::InvalidQuery(error.to_string()))?,
                 )
             }
@@ -88,26 +98,7 @@ impl Search {
             clauses.push((Occur::Must, Box::new(range)));
         }
         if let Some(parsed) = parsed {
-            let groups_query = BooleanQuery::new(vec![
-                (Occur::Must, term(fields.kind, KIND_GROUP)),
-                (Occur::Must, term(fields.org, &request.org)),
-                (Occur::Must, parsed.box_clone()),
-            ]);
-            let mut groups = BTreeSet::new();
-            for (_, address) in searcher.search(
-                &groups_query,
-                &TopDocs::with_limit(MAX_MATCHING_GROUPS).order_by_score(),
-            )? {
-                let document: TantivyDocument = searcher.doc(address)?;
-                if let Some(group) = document.get_first(fields.group).and_then(|v| v.as_str()) {
-                    groups.insert(Term::from_field_text(fields.group, group));
-                }
-            }
-            let mut either: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, parsed)];
-            if !groups.is_empty() {
-                either.push((Occur::Should, Box::new(TermSetQuery::new(groups))));
-            }
-            clauses.push((Occur::Must, Box::new(BooleanQuery::new(either))));
+            clauses.push((Occur::Must, parsed));
         }
         let query = BooleanQuery::new(clauses);
         let top = TopDocs::with_limit(request.limit.max(1))
@@ -121,5 +112,100 @@ impl Search {
             }
         }
         Ok(ids)
+    }
+}
+
+/// Rewrites the terms of a query that can match stack text (see the module invariants).
+struct StackTerms<'a> {
+    parser: &'a QueryParser,
+    searcher: &'a Searcher,
+    org: &'a str,
+    search: &'a Search,
+}
+
+impl StackTerms<'_> {
+    fn rewrite(&self, ast: UserInputAst) -> Result<UserInputAst, SearchError> {
+        Ok(match ast {
+            UserInputAst::Clause(clauses) => UserInputAst::Clause(
+                clauses
+                    .into_iter()
+                    .map(|(occur, clause)| Ok((occur, self.rewrite(clause)?)))
+                    .collect::<Result<_, SearchError>>()?,
+            ),
+            UserInputAst::Boost(inner, boost) => {
+                UserInputAst::Boost(Box::new(self.rewrite(*inner)?), boost)
+            }
+            UserInputAst::Leaf(leaf) => self.rewrite_leaf(*leaf)?,
+        })
+    }
+
+    fn rewrite_leaf(&self, leaf: UserInputLeaf) -> Result<UserInputAst, SearchError> {
+        let field = match &leaf {
+            UserInputLeaf::Literal(literal) => literal.field_name.as_deref(),
+            UserInputLeaf::Set { field, .. } => field.as_deref(),
+            _ => return Ok(UserInputAst::Leaf(Box::new(leaf))),
+        };
+        let unfielded = match field {
+            None => true,
+            Some("stack") => false,
+            Some(_) => return Ok(UserInputAst::Leaf(Box::new(leaf))),
+        };
+        let on = |field: &str| UserInputAst::Leaf(Box::new(with_field(leaf.clone(), field)));
+        let groups = self.groups_matching(on("stack"))?;
+        let mut either: Vec<(Option<query_grammar::Occur>, UserInputAst)> = Vec::new();
+        if unfielded {
+            for field in EVENT_TEXT_FIELDS {
+                either.push((Some(query_grammar::Occur::Should), on(field)));
+            }
+        }
+        if !groups.is_empty() || either.is_empty() {
+            // An empty set matches nothing, which is what a stack term no group holds means.
+            let set = UserInputLeaf::Set {
+                field: Some("group".to_string()),
+                elements: groups,
+            };
+            either.push((
+                Some(query_grammar::Occur::Should),
+                UserInputAst::Leaf(Box::new(set)),
+            ));
+        }
+        Ok(UserInputAst::Clause(either))
+    }
+
+    /// The organisation's groups whose stack matches `stack_term`.
+    fn groups_matching(&self, stack_term: UserInputAst) -> Result<Vec<String>, SearchError> {
+        let fields = &self.search.inner.fields;
+        let term_query = self
+            .parser
+            .build_query_from_user_input_ast(stack_term)
+            .map_err(|error| SearchError::InvalidQuery(error.to_string()))?;
+        let groups_query = BooleanQuery::new(vec![
+            (Occur::Must, term(fields.kind, KIND_GROUP)),
+            (Occur::Must, term(fields.org, self.org)),
+            (Occur::Must, term_query),
+        ]);
+        let mut groups = BTreeSet::new();
+        let top = TopDocs::with_limit(MAX_MATCHING_GROUPS).order_by_score();
+        for (_, address) in self.searcher.search(&groups_query, &top)? {
+            let document: TantivyDocument = self.searcher.doc(address)?;
+            if let Some(group) = document.get_first(fields.group).and_then(|v| v.as_str()) {
+                groups.insert(group.to_string());
+            }
+        }
+        Ok(groups.into_iter().collect())
+    }
+}
+
+fn with_field(leaf: UserInputLeaf, field: &str) -> UserInputLeaf {
+    match leaf {
+        UserInputLeaf::Literal(mut literal) => {
+            literal.field_name = Some(field.to_string());
+            UserInputLeaf::Literal(literal)
+        }
+        UserInputLeaf::Set { elements, .. } => UserInputLeaf::Set {
+            field: Some(field.to_string()),
+            elements,
+        },
+        other => other,
     }
 }

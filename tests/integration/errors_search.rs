@@ -55,6 +55,23 @@ pub(crate) fn assert_queries(server: &TestServer, key: &str) {
             "q=level:error%20OR%20level:warning",
             &["checkout exploded", "slow image"],
         ),
+        // Stack terms combine with the event's own fields as written.
+        (
+            "q=stack:computeTotals%20AND%20release:1.2.0",
+            &["checkout exploded"],
+        ),
+        ("q=stack:computeTotals%20AND%20release:1.3.0", &[]),
+        (
+            "q=computeTotals%20AND%20service:shop",
+            &["checkout exploded"],
+        ),
+        (
+            "q=stack:computeTotals%20OR%20level:warning",
+            &["checkout exploded", "slow image"],
+        ),
+        ("q=level:error%20AND%20NOT%20stack:computeTotals", &[]),
+        ("q=stack:%22computeTotals%20shop%22", &[]),
+        ("q=stack:nowhere%20OR%20message:slow", &["slow image"]),
         ("from=2026-11-21T00:00:00Z", &["slow image"]),
         ("to=2026-11-21T00:00:00Z", &["checkout exploded"]),
         ("q=nothingmatches", &[]),
