@@ -104,7 +104,7 @@ fn main() {
 
     let started = Instant::now();
     for first in (0..count).step_by(1000) {
-        let events: Vec<_> = (first..(first + 1000).min(count))
+        let mut events: Vec<_> = (first..(first + 1000).min(count))
             .map(|index| {
                 // Oldest first, spread over the last day.
                 let age = DAY_MS - (index as i64 * DAY_MS / count as i64);
@@ -114,7 +114,7 @@ fn main() {
         let org = org.id.clone();
         runtime
             .block_on(store.write(move |txn| {
-                lookout::ingest::errors::store_events(txn, &org, &events).map(drop)
+                lookout::ingest::errors::store_events(txn, &org, &mut events).map(drop)
             }))
             .expect("events");
     }

@@ -72,11 +72,11 @@ fn main() {
         .expect("org");
     let started = Instant::now();
     for chunk in (0..count).collect::<Vec<_>>().chunks(100) {
-        let events: Vec<_> = chunk.iter().map(|index| event(*index, now)).collect();
+        let mut events: Vec<_> = chunk.iter().map(|index| event(*index, now)).collect();
         let org = org_id.clone();
         runtime
             .block_on(store.write(move |txn| {
-                lookout::ingest::errors::store_events(txn, &org, &events).map(drop)
+                lookout::ingest::errors::store_events(txn, &org, &mut events).map(drop)
             }))
             .expect("store events");
     }

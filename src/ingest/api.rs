@@ -5,6 +5,8 @@
 //! and encoding, parse, count, items); a 202 is sent only after the store committed the
 //! accepted items; rejections carry reasons written here, never the rejected values.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{FromRef, FromRequestParts, Request, State};
@@ -199,11 +201,19 @@ async fn post_web_errors(
         let (org, events) = (batch.org.clone(), batch.accepted);
         // Source maps already uploaded resolve the frames before they are stored.
         let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
+        // The write sets each event's group in place and the request takes the events back:
+        // the store's one writer thread neither copies nor frees them.
+        let events = Arc::new(Mutex::new(events));
+        let shared = events.clone();
         let stored = ingest
             .store()
-            .write(move |txn| errors::store_events(txn, &org, &events))
+            .write(move |txn| {
+                let mut events = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                errors::store_events(txn, &org, &mut events)
+            })
             .await
             .map_err(ApiError::from)?;
+        let stored = errors::take_stored(events, &stored);
         errors::events_committed(&search, &batch.org, stored);
         spikes.nudge();
     }

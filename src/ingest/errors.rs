@@ -10,6 +10,8 @@
 //! inside the write transaction (grouping that must commit with the event goes there), and
 //! `events_committed` is called with every batch once it is durable (indexing goes there).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -151,19 +153,20 @@ pub fn parse_event(
     })
 }
 
-/// Stores the events not stored before, assigns each to its error group (same transaction),
-/// counts them for alert rules (`alerting::rollup`) and updates the services registry; returns the ones it stored, with their `group_id`. May
-/// run more than once (the group-commit writer retries batches).
+/// Stores the events not stored before, assigns each to its error group (same transaction;
+/// the event's `group_id` is set in place), counts them for alert rules (`alerting::rollup`) and
+/// updates the services registry; returns the indexes of the events it stored. May run more
+/// than once (the group-commit writer retries batches): each run assigns groups afresh.
 pub fn store_events(
     txn: &WriteTransaction,
     org: &OrgId,
-    events: &[ErrorEvent],
-) -> Result<Vec<ErrorEvent>, StoreError> {
+    events: &mut [ErrorEvent],
+) -> Result<Vec<usize>, StoreError> {
     let mut stored = Vec::with_capacity(events.len());
     let mut activity = Vec::new();
     let mut grouping = crate::errors::db::Grouping::new(org);
     let mut rollups = RollupBatch::new();
-    for event in events {
+    for (index, event) in events.iter_mut().enumerate() {
         if let Some(client_id) = &event.event_id {
             let index_key = tables::composite_key(org.as_str(), client_id);
             if EVENT_CLIENT_IDS.get(txn, &index_key)?.is_some() {
@@ -171,8 +174,7 @@ pub fn store_events(
             }
             EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
         }
-        let mut event = event.clone();
-        let (group, opened) = grouping.assign(txn, &event)?;
+        let (group, opened) = grouping.assign(txn, event)?;
         event.group_id = Some(group.to_string());
         let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
         rollups.count(org, Metric::Errors, service, environment, event.received_at);
@@ -186,7 +188,7 @@ pub fn store_events(
             );
         }
         let key = event.key(org);
-        EVENTS.insert(txn, &key, &event)?;
+        EVENTS.insert(txn, &key, event)?;
         if let Some(session) = &event.session_id {
             let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
             SESSION_EVENTS.insert(txn, &session_key, "")?;
@@ -200,12 +202,31 @@ pub fn store_events(
                 errors: u64::from(event.level == "error"),
             });
         }
-        stored.push(event);
+        stored.push(index);
     }
     grouping.finish(txn)?;
     rollups.flush(txn)?;
     services::record_activity(txn, org, &activity)?;
     Ok(stored)
+}
+
+/// The events of a batch that `store_events` stored (by their indexes), taken back from the
+/// write closure's share. The store's writer drops a closure before it answers, so the request
+/// holds the only reference by then; were it not so, the events are copied, never lost.
+pub fn take_stored(events: Arc<Mutex<Vec<ErrorEvent>>>, stored: &[usize]) -> Vec<ErrorEvent> {
+    let events = match Arc::try_unwrap(events) {
+        Ok(only) => only.into_inner().unwrap_or_else(PoisonError::into_inner),
+        Err(shared) => shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone(),
+    };
+    let mut wanted = stored.iter().copied().peekable();
+    events
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, event)| wanted.next_if_eq(&index).map(|_| event))
+        .collect()
 }
 
 /// Called once the events of one request are durable: the hook for work that must not run

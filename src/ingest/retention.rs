@@ -124,7 +124,7 @@ mod tests {
         errors::store_events(
             &txn,
             &org,
-            &[event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
+            &mut [event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
         )
         .unwrap();
         let parsed =

@@ -135,18 +135,84 @@ fn scrub_value(value: &mut Value, key: Option<&str>) {
 
 /// Scrubs one text; borrows when nothing was found.
 pub fn scrub_text(text: &str) -> Cow<'_, str> {
+    scrub_text_with(text, &Clues::of(text))
+}
+
+/// The passes of `scrub_text`, each run only when `clues` say it may match.
+fn scrub_text_with<'a>(text: &'a str, clues: &Clues) -> Cow<'a, str> {
     let mut text = Cow::Borrowed(text);
     // Tokens first: a JWT or bearer value may itself contain `=` or look like other things.
-    apply(&mut text, &BEARER, |caps| format!("{} {TOKEN}", &caps[1]));
-    apply(&mut text, &JWT, |_| TOKEN.to_string());
-    apply(&mut text, &EMAIL_ADDRESS, |_| EMAIL.to_string());
-    apply_candidates(&mut text, &IPV6_CANDIDATE, is_ipv6_address, IP);
-    apply_candidates(&mut text, &IPV4_CANDIDATE, is_ipv4_address, IP);
-    apply_candidates(&mut text, &CARD_CANDIDATE, is_card_text, CARD);
+    if clues.bearer {
+        apply(&mut text, &BEARER, |caps| format!("{} {TOKEN}", &caps[1]));
+    }
+    if clues.jwt {
+        apply(&mut text, &JWT, |_| TOKEN.to_string());
+    }
+    if clues.at_sign {
+        apply(&mut text, &EMAIL_ADDRESS, |_| EMAIL.to_string());
+    }
+    if clues.colons >= 2 {
+        apply_candidates(&mut text, &IPV6_CANDIDATE, is_ipv6_address, IP);
+    }
+    if clues.dot && clues.digits >= 4 {
+        apply_candidates(&mut text, &IPV4_CANDIDATE, is_ipv4_address, IP);
+    }
+    if clues.digits >= 13 {
+        apply_candidates(&mut text, &CARD_CANDIDATE, is_card_text, CARD);
+    }
     // Last, so that a marker written above (`[token]:x`) is judged as a name in this same
     // pass and a second pass finds nothing new.
-    apply(&mut text, &NAMED_VALUE, redact_named_value);
+    if clues.colons > 0 || clues.equals {
+        redact_named_values(&mut text);
+    }
     text
+}
+
+/// What a text holds that each pattern needs in order to match: a pattern whose clue is
+/// missing cannot match, so its scan is skipped (most strings need only a few of the seven).
+/// The markers written by a pass add none of these characters, so the clues of the original
+/// text are good for every pass.
+struct Clues {
+    bearer: bool,
+    jwt: bool,
+    /// `@` or `%40` (an e-mail address).
+    at_sign: bool,
+    colons: usize,
+    dot: bool,
+    equals: bool,
+    digits: usize,
+}
+
+impl Clues {
+    fn of(text: &str) -> Clues {
+        let bytes = text.as_bytes();
+        let count = |wanted: fn(&u8) -> bool| bytes.iter().filter(|b| wanted(b)).count();
+        Clues {
+            bearer: bytes
+                .windows(6)
+                .any(|window| window.eq_ignore_ascii_case(b"bearer")),
+            jwt: text.contains("eyJ"),
+            at_sign: bytes.contains(&b'@') || text.contains("%40"),
+            colons: count(|b| *b == b':'),
+            dot: bytes.contains(&b'.'),
+            equals: bytes.contains(&b'='),
+            digits: count(u8::is_ascii_digit),
+        }
+    }
+
+    /// Clues that run every pass: what skipping passes is tested against.
+    #[cfg(test)]
+    fn every_pass() -> Clues {
+        Clues {
+            bearer: true,
+            jwt: true,
+            at_sign: true,
+            colons: usize::MAX,
+            dot: true,
+            equals: true,
+            digits: usize::MAX,
+        }
+    }
 }
 
 /// Replaces every match of `pattern` in `text` with what `replace` makes of it.
@@ -180,18 +246,38 @@ fn apply_candidates(
     }
 }
 
-fn redact_named_value(caps: &Captures) -> String {
-    let (name, separator, value) = (&caps[1], &caps[2], &caps[3]);
-    if value.is_empty() || value == REDACTED || !is_sensitive_name(name) {
-        return caps[0].to_string();
+/// Replaces the value of every `name=value` or `name: value` whose name is sensitive. Stacks
+/// and URLs are full of `file:line` and `key=value` pairs with harmless names, so the text is
+/// copied only once a value is replaced.
+fn redact_named_values(text: &mut Cow<'_, str>) {
+    let source: &str = text;
+    let mut output = String::new();
+    let mut copied = 0;
+    for found in NAMED_VALUE.captures_iter(source) {
+        let (Some(name), Some(value)) = (found.get(1), found.get(3)) else {
+            continue;
+        };
+        let value_text = value.as_str();
+        if value_text.is_empty() || value_text == REDACTED || !is_sensitive_name(name.as_str()) {
+            continue;
+        }
+        output.push_str(&source[copied..value.start()]);
+        output.push_str(REDACTED);
+        copied = value.end();
     }
-    format!("{name}{separator}{REDACTED}")
+    if copied > 0 {
+        output.push_str(&source[copied..]);
+        *text = Cow::Owned(output);
+    }
 }
 
 /// Whether a field or parameter name is one whose value must not be stored: one of
 /// `SENSITIVE_NAMES`, written in any case and with any separators (`API-Key`, `api_key`), or a
 /// longer name ending in one (`access_token`, `userEmail`, `X-Auth-Token`).
 pub fn is_sensitive_name(name: &str) -> bool {
+    if !ends_like_sensitive_name(name) {
+        return false;
+    }
     let parts = name_parts(name);
     let Some(last) = parts.last() else {
         return false;
@@ -204,6 +290,20 @@ pub fn is_sensitive_name(name: &str) -> bool {
     [joined.as_str(), last.as_str(), last_two.as_str()]
         .iter()
         .any(|candidate| SENSITIVE_NAMES.contains(candidate))
+}
+
+/// Whether the name's letters and digits, lower-cased, end with one of `SENSITIVE_NAMES`. Every
+/// name `is_sensitive_name` accepts does (the whole name, its last word and its last two words
+/// all end where it ends), so a name that does not needs no closer look, and no allocation.
+fn ends_like_sensitive_name(name: &str) -> bool {
+    let tail = name
+        .bytes()
+        .rev()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|byte| byte.to_ascii_lowercase());
+    SENSITIVE_NAMES
+        .iter()
+        .any(|word| word.bytes().rev().eq(tail.clone().take(word.len())))
 }
 
 /// The lower-cased words of a name: split at separators and at camelCase humps.

@@ -8,6 +8,8 @@
 //!   an acknowledged write is on disk (`Durability::Immediate`).
 //! - A closure error or panic aborts its batch; the batch is retried without that write, so
 //!   one bad write never takes others down with it.
+//! - A write's closure is dropped before its caller is answered, so what the caller shared with
+//!   it (an `Arc`) is the caller's alone again when `write` returns.
 //! - On an I/O error the store turns degraded, the database is closed and reopened (redb
 //!   refuses every call after an I/O error until then), and a probe write is tried every
 //!   `PROBE_INTERVAL` until one commits.
@@ -159,7 +161,11 @@ impl Writer {
                 }
                 record_commit(started, batch_size);
                 for (job, value) in jobs.into_iter().zip(values) {
-                    let _ = job.done.send(Ok(value));
+                    // The closure goes before the answer: what it captured is released here, so
+                    // the caller gets back sole ownership of anything it shared with it.
+                    let Job { run, done } = job;
+                    drop(run);
+                    let _ = done.send(Ok(value));
                 }
                 return;
             }
