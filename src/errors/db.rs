@@ -99,16 +99,17 @@ impl<'a> Grouping<'a> {
         }
     }
 
-    /// Finds or opens the group of `event`, counts the event in it and records the event and
-    /// its user under the group. Returns the group id for the event to carry, and whether this
-    /// event opened the group.
+    /// Finds or opens the group of `event` by its fingerprint (`fingerprint_of`, computed by
+    /// the caller, off the store's writer thread), counts the event in it and records the event
+    /// and its user under the group. Returns the group id for the event to carry, and whether
+    /// this event opened the group.
     pub fn assign(
         &mut self,
         txn: &WriteTransaction,
         event: &ErrorEvent,
+        found: &Fingerprint,
     ) -> Result<(GroupId, bool), StoreError> {
         let org = self.org;
-        let found = fingerprint_of(event);
         let mut opened = false;
         if !self.touched.contains_key(&found.hash) {
             let index_key = tables::composite_key(org.as_str(), &found.hash);

@@ -201,15 +201,21 @@ async fn post_web_errors(
         let (org, events) = (batch.org.clone(), batch.accepted);
         // Source maps already uploaded resolve the frames before they are stored.
         let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
-        // The write sets each event's group in place and the request takes the events back:
-        // the store's one writer thread neither copies nor frees them.
+        // Fingerprints here, and the write sets each event's group in place and the request
+        // takes the events back: the store's one writer thread only looks up and writes.
+        let (events, fingerprints) = tokio::task::spawn_blocking(move || {
+            let fingerprints = errors::fingerprints_of(&events);
+            (events, fingerprints)
+        })
+        .await
+        .map_err(ApiError::internal)?;
         let events = Arc::new(Mutex::new(events));
         let shared = events.clone();
         let stored = ingest
             .store()
             .write(move |txn| {
                 let mut events = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                errors::store_events(txn, &org, &mut events)
+                errors::store_fingerprinted_events(txn, &org, &mut events, &fingerprints)
             })
             .await
             .map_err(ApiError::from)?;

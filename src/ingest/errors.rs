@@ -22,6 +22,7 @@ use super::services::{self, Activity};
 use crate::accounts::model::OrgId;
 use crate::alerting::rollup::{Metric, RollupBatch};
 use crate::clock::Timestamp;
+use crate::errors::fingerprint::Fingerprint;
 use crate::store::codec::Record;
 use crate::store::{IndexTable, RecordTable, StoreError, tables};
 
@@ -162,11 +163,38 @@ pub fn store_events(
     org: &OrgId,
     events: &mut [ErrorEvent],
 ) -> Result<Vec<usize>, StoreError> {
+    let fingerprints = fingerprints_of(events);
+    store_fingerprinted_events(txn, org, events, &fingerprints)
+}
+
+/// The fingerprint of each event, for `store_fingerprinted_events`: CPU work (stack frames,
+/// masking) better done on the request's thread than on the store's one writer thread.
+pub fn fingerprints_of(events: &[ErrorEvent]) -> Vec<Fingerprint> {
+    events
+        .iter()
+        .map(crate::errors::db::fingerprint_of)
+        .collect()
+}
+
+/// `store_events` with the events' fingerprints computed beforehand (`fingerprints_of`).
+pub fn store_fingerprinted_events(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    events: &mut [ErrorEvent],
+    fingerprints: &[Fingerprint],
+) -> Result<Vec<usize>, StoreError> {
+    if fingerprints.len() != events.len() {
+        return Err(StoreError::Storage(format!(
+            "{} fingerprints for {} events",
+            fingerprints.len(),
+            events.len()
+        )));
+    }
     let mut stored = Vec::with_capacity(events.len());
     let mut activity = Vec::new();
     let mut grouping = crate::errors::db::Grouping::new(org);
     let mut rollups = RollupBatch::new();
-    for (index, event) in events.iter_mut().enumerate() {
+    for (index, (event, fingerprint)) in events.iter_mut().zip(fingerprints).enumerate() {
         if let Some(client_id) = &event.event_id {
             let index_key = tables::composite_key(org.as_str(), client_id);
             if EVENT_CLIENT_IDS.get(txn, &index_key)?.is_some() {
@@ -174,7 +202,7 @@ pub fn store_events(
             }
             EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
         }
-        let (group, opened) = grouping.assign(txn, event)?;
+        let (group, opened) = grouping.assign(txn, event, fingerprint)?;
         event.group_id = Some(group.to_string());
         let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
         rollups.count(org, Metric::Errors, service, environment, event.received_at);
