@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::agents::host::{self, AgentOptions};
+use crate::config::AGENT_TOKEN_VARIABLE;
 
 #[derive(Debug, clap::Args)]
 pub struct AgentArgs {
@@ -33,9 +34,6 @@ pub struct AgentArgs {
     pub shell: Option<PathBuf>,
 }
 
-/// The environment variable the token may come from.
-pub const TOKEN_VARIABLE: &str = "LOOKOUT_AGENT_TOKEN";
-
 /// The token: `--token`, else the first line of `--token-file`, else `LOOKOUT_AGENT_TOKEN`.
 fn token_of(args: &AgentArgs, variable: Option<String>) -> anyhow::Result<String> {
     let token = if let Some(token) = &args.token {
@@ -49,7 +47,7 @@ fn token_of(args: &AgentArgs, variable: Option<String>) -> anyhow::Result<String
         token
     } else {
         anyhow::bail!(
-            "no enrolment token: pass --token-file PATH, set {TOKEN_VARIABLE}, or pass --token"
+            "no enrolment token: pass --token-file PATH, set {AGENT_TOKEN_VARIABLE}, or pass --token"
         );
     };
     let token = token.trim().to_string();
@@ -71,7 +69,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
         .with_writer(std::io::stderr)
         .try_init();
-    let token = token_of(&args, std::env::var(TOKEN_VARIABLE).ok())?;
+    let token = token_of(&args, crate::config::agent_token_from_environment())?;
     let shell = match (args.no_shell, args.shell) {
         (true, _) => None,
         (false, Some(shell)) => Some(shell),

@@ -547,6 +547,15 @@ fn read_config_file(explicit: Option<&Path>) -> Result<Option<(PathBuf, String)>
     Err(ConfigError::File { path, message })
 }
 
+/// The environment variable `lookout agent` takes its enrolment token from.
+pub const AGENT_TOKEN_VARIABLE: &str = "LOOKOUT_AGENT_TOKEN";
+
+/// `LOOKOUT_AGENT_TOKEN`, for `lookout agent`, which reads no server configuration: the one
+/// agent setting that comes from the environment (it keeps the token off the command line).
+pub fn agent_token_from_environment() -> Option<String> {
+    std::env::var(AGENT_TOKEN_VARIABLE).ok()
+}
+
 fn read_process_environment() -> Result<HashMap<String, String>, ConfigError> {
     let mut env = HashMap::new();
     for setting in SETTINGS {
