@@ -154,10 +154,10 @@ fn scrub_text_with<'a>(text: &'a str, clues: &Clues) -> Cow<'a, str> {
     if clues.colons >= 2 {
         apply_candidates(&mut text, &IPV6_CANDIDATE, is_ipv6_address, IP);
     }
-    if clues.dot && clues.digits >= 4 {
+    if clues.dotted_digits >= 3 {
         apply_candidates(&mut text, &IPV4_CANDIDATE, is_ipv4_address, IP);
     }
-    if clues.digits >= 13 {
+    if clues.digit_chain >= 13 {
         apply_candidates(&mut text, &CARD_CANDIDATE, is_card_text, CARD);
     }
     // Last, so that a marker written above (`[token]:x`) is judged as a name in this same
@@ -178,25 +178,30 @@ struct Clues {
     /// `@` or `%40` (an e-mail address).
     at_sign: bool,
     colons: usize,
-    dot: bool,
     equals: bool,
-    digits: usize,
+    /// `digit.digit` places (an IPv4 address has three).
+    dotted_digits: usize,
+    /// The most digits in a row with at most one space or dash between two (a card has 13).
+    digit_chain: usize,
 }
 
 impl Clues {
     fn of(text: &str) -> Clues {
         let bytes = text.as_bytes();
-        let count = |wanted: fn(&u8) -> bool| bytes.iter().filter(|b| wanted(b)).count();
+        let dotted_digits = bytes
+            .windows(3)
+            .filter(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit())
+            .count();
         Clues {
             bearer: bytes
                 .windows(6)
                 .any(|window| window.eq_ignore_ascii_case(b"bearer")),
             jwt: text.contains("eyJ"),
             at_sign: bytes.contains(&b'@') || text.contains("%40"),
-            colons: count(|b| *b == b':'),
-            dot: bytes.contains(&b'.'),
+            colons: bytes.iter().filter(|b| **b == b':').count(),
             equals: bytes.contains(&b'='),
-            digits: count(u8::is_ascii_digit),
+            dotted_digits,
+            digit_chain: longest_digit_chain(bytes),
         }
     }
 
@@ -208,11 +213,30 @@ impl Clues {
             jwt: true,
             at_sign: true,
             colons: usize::MAX,
-            dot: true,
             equals: true,
-            digits: usize::MAX,
+            dotted_digits: usize::MAX,
+            digit_chain: usize::MAX,
         }
     }
+}
+
+/// The most digits in one chain where two digits are adjacent or have one space or dash
+/// between them: what `CARD_CANDIDATE` needs 13 of.
+fn longest_digit_chain(bytes: &[u8]) -> usize {
+    let (mut longest, mut chain, mut previous_digit) = (0, 0, false);
+    for &byte in bytes {
+        if byte.is_ascii_digit() {
+            chain += 1;
+            longest = longest.max(chain);
+            previous_digit = true;
+        } else if matches!(byte, b' ' | b'-') && previous_digit {
+            previous_digit = false;
+        } else {
+            chain = 0;
+            previous_digit = false;
+        }
+    }
+    longest
 }
 
 /// Replaces every match of `pattern` in `text` with what `replace` makes of it.
@@ -253,8 +277,18 @@ fn redact_named_values(text: &mut Cow<'_, str>) {
     let source: &str = text;
     let mut output = String::new();
     let mut copied = 0;
-    for found in NAMED_VALUE.captures_iter(source) {
-        let (Some(name), Some(value)) = (found.get(1), found.get(3)) else {
+    // Finding is much cheaper than capturing: a match's name is its leading run of name
+    // characters (a separator cannot start with one), and only a name that ends like a
+    // sensitive one is worth its groups.
+    for found in NAMED_VALUE.find_iter(source) {
+        let name_length = found.as_str().bytes().take_while(is_name_byte).count();
+        if !ends_like_sensitive_name(&found.as_str()[..name_length]) {
+            continue;
+        }
+        let Some(groups) = NAMED_VALUE.captures_at(source, found.start()) else {
+            continue;
+        };
+        let (Some(name), Some(value)) = (groups.get(1), groups.get(3)) else {
             continue;
         };
         let value_text = value.as_str();
@@ -269,6 +303,11 @@ fn redact_named_values(text: &mut Cow<'_, str>) {
         output.push_str(&source[copied..]);
         *text = Cow::Owned(output);
     }
+}
+
+/// The characters of a name in `NAMED_VALUE`.
+fn is_name_byte(byte: &u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-' | b'[' | b']')
 }
 
 /// Whether a field or parameter name is one whose value must not be stored: one of

@@ -209,11 +209,33 @@ proptest! {
 
     #[test]
     fn skipping_passes_by_their_clues_changes_nothing(
-        text in "([a-zA-Z0-9 .:=@%/&?_-]|bearer |Bearer |eyJ|password|api_key|%40|::){0,60}",
+        text in "([a-zA-Z0-9 .:=@%/&?_-]|bearer |Bearer |eyJ|password|api_key|%40|::|4111 1111-1111 1111|10.0.0.1){0,60}",
     ) {
         let skipping = scrub_text(&text).into_owned();
         let every_pass = scrub_text_with(&text, &Clues::every_pass()).into_owned();
         prop_assert_eq!(skipping, every_pass);
+    }
+
+    #[test]
+    fn named_values_are_redacted_as_capturing_every_pair_would(
+        text in r#"([a-zA-Z0-9 .:="_&?/-]|password|api_key|X-Auth-Token|userEmail|session|tokens|\[redacted\]){0,40}"#,
+    ) {
+        // The straightforward way: every pair's groups, each name judged in full.
+        let mut expected = String::new();
+        let mut copied = 0;
+        for pair in NAMED_VALUE.captures_iter(&text) {
+            let (name, value) = (pair.get(1).unwrap(), pair.get(3).unwrap());
+            if value.as_str().is_empty() || value.as_str() == REDACTED || !is_sensitive_name(name.as_str()) {
+                continue;
+            }
+            expected.push_str(&text[copied..value.start()]);
+            expected.push_str(REDACTED);
+            copied = value.end();
+        }
+        expected.push_str(&text[copied..]);
+        let mut redacted = Cow::Borrowed(text.as_str());
+        redact_named_values(&mut redacted);
+        prop_assert_eq!(redacted.as_ref(), expected.as_str());
     }
 
     #[test]
