@@ -11,7 +11,9 @@
 //! writer after it began is also added to the new index (`add_live`). None is found twice:
 //! live events replace any document of the same id, and so does the scan for ids within
 //! `CATCH_UP_MARGIN_MS` of the rebuild's start or later (ids are minted on arrival, so only
-//! those can arrive live while it runs, as the start-up catch-up also assumes).
+//! those can arrive live while it runs, as the start-up catch-up also assumes). The scan stops
+//! at the ids minted when the rebuild began: later events come live, and a scan that chased
+//! them would never end while ingest outpaced it.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -64,6 +66,8 @@ pub struct Rebuild {
     after: Option<String>,
     /// Scanned events with ids from here on replace rather than add (see the invariants).
     replace_from: String,
+    /// The scan reads ids before this one: those minted up to the rebuild's start.
+    scan_to: String,
     total: u64,
     done: u64,
     reports: Reports,
@@ -120,12 +124,15 @@ impl Rebuild {
             .collect();
         orgs.reverse();
         let total = store.read_blocking(|txn| EVENTS.row_count(txn))?;
+        let now = ulid::Ulid::generate();
+        let (started, started_ms) = (format!("evt_{now}"), now.timestamp_ms());
         let rebuild = Rebuild {
             target,
             work_dir,
             orgs,
             after: None,
-            replace_from: margin_id(&format!("evt_{}", ulid::Ulid::generate())),
+            replace_from: margin_id(&started),
+            scan_to: format!("evt_{}", ulid::Ulid::from_parts(started_ms + 1, 0)),
             total,
             done: 0,
             reports: Reports(reports),
@@ -142,7 +149,8 @@ impl Rebuild {
         let Some(org) = self.orgs.last() else {
             return Ok(true);
         };
-        let batch = read_events(store, org, self.after.as_deref(), STEP_EVENTS)?;
+        let (after, before) = (self.after.as_deref(), Some(self.scan_to.as_str()));
+        let batch = read_events(store, org, after, before, STEP_EVENTS)?;
         for event in &batch {
             let replace = event.id.as_str() >= self.replace_from.as_str();
             self.target.add_event(fields, org, event, replace);

@@ -179,7 +179,7 @@ impl Target {
             let org = org.id.to_string();
             let mut after = from.map(str::to_string);
             loop {
-                let batch = read_events(store, &org, after.as_deref(), CATCH_UP_BATCH)?;
+                let batch = read_events(store, &org, after.as_deref(), None, CATCH_UP_BATCH)?;
                 let Some(last) = batch.last() else { break };
                 after = Some(last.id.to_string());
                 for event in &batch {
@@ -467,18 +467,23 @@ pub(super) fn margin_id(checkpoint: &str) -> String {
     }
 }
 
-/// Up to `limit` events of `org` with ids after `after` (all of them without), in id order.
+/// Up to `limit` events of `org` with ids after `after` (from the first without) and before
+/// `before` (to the last without), in id order.
 pub(super) fn read_events(
     store: &Store,
     org: &str,
     after: Option<&str>,
+    before: Option<&str>,
     limit: usize,
 ) -> Result<Vec<ErrorEvent>, StoreError> {
     let start = match after {
         Some(id) => tables::composite_key(org, id),
         None => tables::owner_prefix(org),
     };
-    let end = format!("{org}0");
+    let end = match before {
+        Some(id) => tables::composite_key(org, id),
+        None => format!("{org}0"),
+    };
     store.read_blocking(|txn| {
         let table = txn.open_table(EVENTS.definition())?;
         let mut events = Vec::new();
