@@ -178,12 +178,28 @@ fn seconds(field: &str, value: i64, min: i64, max: i64) -> Result<i64, ApiError>
     Ok(value)
 }
 
-/// Applies `request` onto `base` (a new rule's defaults, or the stored rule) and checks the
-/// result. `full` asks for the fields a create or `PUT` must carry.
-fn merge(mut rule: AlertRule, request: RuleRequest, full: bool) -> Result<AlertRule, ApiError> {
-    if full && (request.name.is_none() || request.kind.is_none()) {
+/// A rule made wholly from `request` on top of `base`'s defaults (create and `PUT`): `name`
+/// and `kind` are required, and `threshold` unless the kind has a default.
+fn complete(base: AlertRule, request: RuleRequest) -> Result<AlertRule, ApiError> {
+    if request.name.is_none() || request.kind.is_none() {
         return Err(invalid("name and kind are required"));
     }
+    let threshold_given = request.threshold.is_some();
+    let mut rule = patched(base, request)?;
+    if !threshold_given {
+        rule.threshold = default_threshold(rule.kind)?;
+    }
+    Ok(rule)
+}
+
+fn default_threshold(kind: RuleKind) -> Result<f64, ApiError> {
+    kind.default_threshold()
+        .ok_or_else(|| invalid(format!("threshold: required for {}", kind.as_str())))
+}
+
+/// `rule` with the fields `request` carries (`PATCH`), checked. A new kind without a threshold
+/// takes the kind's default, or is refused when it has none.
+fn patched(mut rule: AlertRule, request: RuleRequest) -> Result<AlertRule, ApiError> {
     if let Some(name) = &request.name {
         rule.name = text("name", name, 200)?;
     }
@@ -205,11 +221,7 @@ fn merge(mut rule: AlertRule, request: RuleRequest, full: bool) -> Result<AlertR
     }
     match request.threshold {
         Some(threshold) => rule.threshold = threshold,
-        None if full || kind_changed => {
-            rule.threshold = rule.kind.default_threshold().ok_or_else(|| {
-                invalid(format!("threshold: required for {}", rule.kind.as_str()))
-            })?;
-        }
+        None if kind_changed => rule.threshold = default_threshold(rule.kind)?,
         None => {}
     }
     if !rule.threshold.is_finite() || rule.threshold <= 0.0 || rule.threshold > 1e12 {
@@ -339,7 +351,7 @@ async fn create_rule(
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<(StatusCode, Json<RuleResponse>), ApiError> {
     let now = notify.clock().now();
-    let rule = merge(blank_rule(&caller.org_id, now), request, true)?;
+    let rule = complete(blank_rule(&caller.org_id, now), request)?;
     let actor = caller.actor();
     let stored = rule.clone();
     notify
@@ -394,13 +406,39 @@ async fn get_rule(
     Ok(Json(view))
 }
 
-/// Changes a rule (`full`: replace every field, as `PUT`); disabling it ends its alert.
+/// How a change makes the new rule from the stored one, the request and the time.
+type Edit = fn(&AlertRule, RuleRequest, Timestamp) -> Result<AlertRule, ApiError>;
+
+/// `PUT`: the stored rule's identity, every other field from the request or its default.
+fn replacement(
+    stored: &AlertRule,
+    request: RuleRequest,
+    now: Timestamp,
+) -> Result<AlertRule, ApiError> {
+    let base = AlertRule {
+        id: stored.id.clone(),
+        created_at: stored.created_at,
+        ..blank_rule(&stored.org_id, now)
+    };
+    complete(base, request)
+}
+
+/// `PATCH`: the stored rule with the fields sent.
+fn update(
+    stored: &AlertRule,
+    request: RuleRequest,
+    _now: Timestamp,
+) -> Result<AlertRule, ApiError> {
+    patched(stored.clone(), request)
+}
+
+/// Changes a rule as `edit` says; disabling it ends its alert.
 async fn change_rule(
     notify: &Notify,
     caller: &crate::auth::Caller,
     id: &str,
     request: RuleRequest,
-    full: bool,
+    edit: Edit,
 ) -> Result<Json<RuleResponse>, ApiError> {
     let id = parse_rule_id(id)?;
     let (org, actor) = (caller.org_id.clone(), caller.actor());
@@ -412,16 +450,7 @@ async fn change_rule(
         .write(move |txn| {
             let stored = db::rule_of_org(txn, &org, &id)?
                 .ok_or_else(|| ApiError::not_found("alert rule"))?;
-            let base = if full {
-                AlertRule {
-                    id: stored.id.clone(),
-                    created_at: stored.created_at,
-                    ..blank_rule(&org, now)
-                }
-            } else {
-                stored.clone()
-            };
-            let mut rule = merge(base, request.clone(), full)?;
+            let mut rule = edit(&stored, request.clone(), now)?;
             rule.updated_at = now;
             check_channels(txn, &rule)?;
             let mut state = db::rule_state(txn, &rule)?;
@@ -462,7 +491,7 @@ async fn replace_rule(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &caller, &id, request, true).await
+    change_rule(&notify, &caller, &id, request, replacement).await
 }
 
 /// Changes the fields sent; `null` clears `service` or `environment`.
@@ -477,7 +506,7 @@ async fn update_rule(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &caller, &id, request, false).await
+    change_rule(&notify, &caller, &id, request, update).await
 }
 
 /// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.
@@ -533,26 +562,17 @@ mod tests {
 
     #[test]
     fn create_needs_name_kind_and_a_threshold_where_there_is_no_default() {
+        assert!(complete(base(), request(serde_json::json!({"kind": "error_count"}))).is_err());
         assert!(
-            merge(
+            complete(
                 base(),
-                request(serde_json::json!({"kind": "error_count"})),
-                true
+                request(serde_json::json!({"name": "n", "kind": "error_count"}))
             )
             .is_err()
         );
-        assert!(
-            merge(
-                base(),
-                request(serde_json::json!({"name": "n", "kind": "error_count"})),
-                true
-            )
-            .is_err()
-        );
-        let rule = merge(
+        let rule = complete(
             base(),
             request(serde_json::json!({"name": "n", "kind": "new_error_group"})),
-            true,
         )
         .unwrap();
         assert_eq!(rule.threshold, 1.0);
@@ -566,7 +586,7 @@ mod tests {
         let with = |field: &str, value: serde_json::Value| {
             let mut body = serde_json::json!({"name": "n", "kind": "error_count", "threshold": 5});
             body[field] = value;
-            merge(base(), request(body), true)
+            complete(base(), request(body))
         };
         assert!(with("window_seconds", 1.into()).is_ok());
         assert!(with("window_seconds", 0.into()).is_err());
@@ -584,24 +604,35 @@ mod tests {
 
     #[test]
     fn patch_changes_only_what_it_sends_and_null_clears() {
-        let rule = merge(
+        let rule = complete(
             base(),
             request(
                 serde_json::json!({"name": "n", "kind": "error_count", "threshold": 5,
                 "service": "web", "environment": "prod"}),
             ),
-            true,
         )
         .unwrap();
-        let patched = merge(
+        let changed = patched(
             rule.clone(),
             request(serde_json::json!({"threshold": 9, "service": null})),
-            false,
         )
         .unwrap();
-        assert_eq!(patched.threshold, 9.0);
-        assert_eq!(patched.service, None);
-        assert_eq!(patched.environment.as_deref(), Some("prod"));
-        assert_eq!(patched.name, "n");
+        assert_eq!(changed.threshold, 9.0);
+        assert_eq!(changed.service, None);
+        assert_eq!(changed.environment.as_deref(), Some("prod"));
+        assert_eq!(changed.name, "n");
+    }
+
+    #[test]
+    fn a_new_kind_without_a_threshold_takes_its_default_or_is_refused() {
+        let count = complete(
+            base(),
+            request(serde_json::json!({"name": "n", "kind": "error_count", "threshold": 5})),
+        )
+        .unwrap();
+        let offline =
+            patched(count, request(serde_json::json!({"kind": "agent_offline"}))).unwrap();
+        assert_eq!(offline.threshold, 1.0);
+        assert!(patched(offline, request(serde_json::json!({"kind": "span_p95_ms"}))).is_err());
     }
 }
