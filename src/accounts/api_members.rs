@@ -121,10 +121,7 @@ async fn list_members(
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<MemberList>, ApiError> {
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(UserId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(UserId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let rows = auth
         .store()

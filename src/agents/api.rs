@@ -245,27 +245,14 @@ async fn list_agents(
     RawQuery(query): RawQuery,
 ) -> Result<Json<AgentList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(AgentId::parse(cursor).map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidParameter,
-                "cursor: not one this list gave",
-            )
-        })?),
-    };
+    let after = page.cursor_as(AgentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.
-    let mut rows = agents
+    let rows = agents
         .store()
         .read(move |txn| db::agents_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|agent| agent.id.to_string())
-    } else {
-        None
-    };
+    let (rows, next_cursor) = page.split(rows, |agent| agent.id.to_string());
     Ok(Json(AgentList {
         items: rows
             .iter()

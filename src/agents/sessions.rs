@@ -92,10 +92,7 @@ async fn list_sessions(
     Path(id): Path<String>,
     page: PageRequest,
 ) -> Result<Json<ShellSessionList>, ApiError> {
-    let before = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(ShellSessionId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let before = page.cursor_as(ShellSessionId::parse)?;
     let agent = super::api::find_agent(&agents, &caller.org_id, &id).await?;
     let limit = page.limit;
     let (sessions, emails) = agents

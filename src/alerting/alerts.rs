@@ -244,10 +244,7 @@ async fn list_alerts(
             })
         })
         .transpose()?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(AlertId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(AlertId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let (items, next_cursor) = notify
         .store()

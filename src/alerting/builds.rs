@@ -184,21 +184,13 @@ async fn list_builds(
     RawQuery(query): RawQuery,
 ) -> Result<Json<BuildList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(BuildId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(BuildId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let mut rows = notify
+    let rows = notify
         .store()
         .read(move |txn| db::builds_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|build| build.id.to_string())
-    } else {
-        None
-    };
+    let (rows, next_cursor) = page.split(rows, |build| build.id.to_string());
     Ok(Json(BuildList {
         items: rows.iter().map(build_view).collect(),
         next_cursor,

@@ -245,22 +245,14 @@ async fn list_deployments(
     RawQuery(query): RawQuery,
 ) -> Result<Json<DeploymentList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(DeploymentId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(DeploymentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.
-    let mut rows = notify
+    let rows = notify
         .store()
         .read(move |txn| db::deployments_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|deployment| deployment.id.to_string())
-    } else {
-        None
-    };
+    let (rows, next_cursor) = page.split(rows, |deployment| deployment.id.to_string());
     Ok(Json(DeploymentList {
         items: rows.iter().map(deployment_view).collect(),
         next_cursor,

@@ -171,10 +171,7 @@ async fn list_incidents(
             )),
         })
         .transpose()?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(IncidentId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(IncidentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let (items, next_cursor) = notify
         .store()

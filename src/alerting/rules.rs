@@ -315,21 +315,13 @@ async fn list_rules(
     RawQuery(query): RawQuery,
 ) -> Result<Json<RuleList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
-    let after = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(RuleId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let after = page.cursor_as(RuleId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let (items, next_cursor) = notify
         .store()
         .read(move |txn| {
-            let mut rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
-            let next = if rules.len() > limit {
-                rules.truncate(limit);
-                rules.last().map(|rule| rule.id.to_string())
-            } else {
-                None
-            };
+            let rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
+            let (rules, next) = page.split(rules, |rule| rule.id.to_string());
             let mut items = Vec::with_capacity(rules.len());
             for rule in &rules {
                 items.push(rule_view(rule, &db::rule_state(txn, rule)?));

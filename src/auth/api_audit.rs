@@ -84,10 +84,7 @@ async fn list_audit_events(
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<AuditList>, ApiError> {
-    let before = match page.cursor.as_deref() {
-        None => None,
-        Some(cursor) => Some(AuditId::parse(cursor).map_err(|_| PageRequest::bad_cursor())?),
-    };
+    let before = page.cursor_as(AuditId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let (events, emails) = auth
         .store()

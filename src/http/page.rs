@@ -60,6 +60,32 @@ impl PageRequest {
         Ok(PageRequest { limit, cursor })
     }
 
+    /// The cursor read by `parse` (the list's id parser); one it refuses is `bad_cursor`.
+    pub fn cursor_as<T, E>(
+        &self,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<Option<T>, ApiError> {
+        self.cursor
+            .as_deref()
+            .map(|cursor| parse(cursor).map_err(|_| PageRequest::bad_cursor()))
+            .transpose()
+    }
+
+    /// The page of `rows`, read with `limit + 1` so that a further page shows, and the cursor
+    /// of the next page (`cursor_of` the last row kept) when there is one.
+    pub fn split<T>(
+        &self,
+        mut rows: Vec<T>,
+        cursor_of: impl Fn(&T) -> String,
+    ) -> (Vec<T>, Option<String>) {
+        if rows.len() <= self.limit {
+            return (rows, None);
+        }
+        rows.truncate(self.limit);
+        let next = rows.last().map(cursor_of);
+        (rows, next)
+    }
+
     /// The error for a cursor this list did not hand out.
     pub fn bad_cursor() -> ApiError {
         ApiError::new(
@@ -108,5 +134,23 @@ mod tests {
             let err = page(Some(bad)).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidParameter, "{bad}");
         }
+    }
+
+    #[test]
+    fn cursors_parse_with_the_lists_parser_and_pages_split_on_one_more_row() {
+        let page = PageRequest::from_query(Some("limit=2&cursor=7")).unwrap();
+        assert_eq!(page.cursor_as(|text| text.parse::<u32>()).unwrap(), Some(7));
+        let refused = page.cursor_as(|_| Err::<u32, ()>(())).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidParameter);
+        let first = PageRequest::from_query(None).unwrap();
+        assert_eq!(first.cursor_as(|text| text.parse::<u32>()).unwrap(), None);
+
+        let name = |row: &u32| row.to_string();
+        assert_eq!(
+            page.split(vec![1, 2, 3], name),
+            (vec![1, 2], Some("2".into()))
+        );
+        assert_eq!(page.split(vec![1, 2], name), (vec![1, 2], None));
+        assert_eq!(page.split(Vec::new(), name), (vec![], None));
     }
 }

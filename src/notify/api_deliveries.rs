@@ -102,13 +102,8 @@ fn delivery_view(delivery: &Delivery) -> DeliveryResponse {
 }
 
 /// Turns one more row than asked for into `next_cursor`.
-fn paged(mut deliveries: Vec<Delivery>, limit: usize) -> DeliveryList {
-    let next_cursor = if deliveries.len() > limit {
-        deliveries.truncate(limit);
-        deliveries.last().map(|last| last.id.to_string())
-    } else {
-        None
-    };
+fn paged(page: &PageRequest, deliveries: Vec<Delivery>) -> DeliveryList {
+    let (deliveries, next_cursor) = page.split(deliveries, |last| last.id.to_string());
     DeliveryList {
         items: deliveries.iter().map(delivery_view).collect(),
         next_cursor,
@@ -151,7 +146,7 @@ async fn channel_deliveries(
         })
         .await?;
     let rows = found.ok_or_else(|| ApiError::not_found("channel"))?;
-    Ok(Json(paged(rows, limit)))
+    Ok(Json(paged(&page, rows)))
 }
 
 /// The dead-letter queue of the organisation, channel by channel, oldest first.
@@ -201,7 +196,7 @@ async fn dead_deliveries(
             Ok::<_, StoreError>(rows)
         })
         .await?;
-    Ok(Json(paged(rows, limit)))
+    Ok(Json(paged(&page, rows)))
 }
 
 async fn load_delivery(
