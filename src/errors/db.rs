@@ -18,7 +18,7 @@ use super::model::{ErrorGroup, GroupId};
 use crate::accounts::model::OrgId;
 use crate::ingest::errors::ErrorEvent;
 use crate::ingest::fields::time_key;
-use crate::store::{IndexTable, ReadTxn, RecordTable, StoreError, tables};
+use crate::store::{IndexTable, IndexWriter, ReadTxn, RecordTable, StoreError, tables};
 
 pub const GROUPS: RecordTable<ErrorGroup> = RecordTable::new(tables::ERROR_GROUPS);
 pub const GROUP_FINGERPRINTS: IndexTable = IndexTable::new(tables::GROUP_FINGERPRINTS);
@@ -84,19 +84,25 @@ fn culprit_of(event: &ErrorEvent) -> Option<String> {
     })
 }
 
-/// Groups touched by one batch, written back once each by `finish`.
-pub struct Grouping<'a> {
+/// Groups touched by one batch, written back once each by `finish`. Holds the group-users
+/// and group-events tables open for the batch (`IndexWriter`): nothing else may open them
+/// until `finish`.
+pub struct Grouping<'a, 't> {
     org: &'a OrgId,
     /// Fingerprint -> (group as changed, `last_seen` row it had when loaded).
     touched: HashMap<String, (ErrorGroup, Option<String>)>,
+    users: IndexWriter<'t>,
+    events: IndexWriter<'t>,
 }
 
-impl<'a> Grouping<'a> {
-    pub fn new(org: &'a OrgId) -> Self {
-        Grouping {
+impl<'a, 't> Grouping<'a, 't> {
+    pub fn new(txn: &'t WriteTransaction, org: &'a OrgId) -> Result<Self, StoreError> {
+        Ok(Grouping {
             org,
             touched: HashMap::new(),
-        }
+            users: GROUP_USERS.writer(txn)?,
+            events: GROUP_EVENTS.writer(txn)?,
+        })
     }
 
     /// Finds or opens the group of `event` by its fingerprint (`fingerprint_of`, computed by
@@ -142,9 +148,9 @@ impl<'a> Grouping<'a> {
             Some(user) => {
                 let digest = hex::encode(&Sha256::digest(user.as_bytes())[..16]);
                 let key = group_event_key(org.as_str(), group.id.as_str(), &digest);
-                let new = GROUP_USERS.get(txn, &key)?.is_none();
+                let new = !self.users.contains(&key)?;
                 if new {
-                    GROUP_USERS.insert(txn, &key, "")?;
+                    self.users.insert(&key, "")?;
                 }
                 new
             }
@@ -152,12 +158,13 @@ impl<'a> Grouping<'a> {
         };
         group.fold(event, new_user);
         let event_key = group_event_key(org.as_str(), group.id.as_str(), event.id.as_str());
-        GROUP_EVENTS.insert(txn, &event_key, "")?;
+        self.events.insert(&event_key, "")?;
         Ok((group.id.clone(), opened))
     }
 
     /// Writes every touched group and moves its last-seen row; returns the groups.
     pub fn finish(self, txn: &WriteTransaction) -> Result<Vec<ErrorGroup>, StoreError> {
+        drop((self.users, self.events));
         let mut groups = Vec::with_capacity(self.touched.len());
         for (_, (group, old_row)) in self.touched {
             let row = last_seen_key(self.org, &group);

@@ -9,7 +9,7 @@ use redb::WriteTransaction;
 
 use super::fields::time_key;
 use crate::clock::Timestamp;
-use crate::store::{IndexTable, ReadTxn, Scan, StoreError, tables};
+use crate::store::{IndexTable, IndexWriter, ReadTxn, Scan, StoreError, tables};
 
 pub const TELEMETRY_AGES: IndexTable = IndexTable::new(tables::TELEMETRY_AGES);
 
@@ -47,6 +47,16 @@ pub fn age_of(client_time: Timestamp, received_at: Timestamp) -> Timestamp {
 
 fn age_key(kind: Kind, age: Timestamp, record_key: &str) -> String {
     format!("{}/{}/{record_key}", time_key(age), kind.as_str())
+}
+
+/// `put_age` through a table held open for a batch.
+pub fn put_age_with(
+    ages: &mut IndexWriter<'_>,
+    kind: Kind,
+    age: Timestamp,
+    record_key: &str,
+) -> Result<(), StoreError> {
+    ages.insert(&age_key(kind, age, record_key), "")
 }
 
 pub fn put_age(

@@ -190,18 +190,26 @@ pub fn store_fingerprinted_events(
             events.len()
         )));
     }
+    // One pass per table, each held open for the whole batch (`IndexWriter`). First the
+    // client ids: an id stored before (or earlier in this batch) means a retry, not stored again.
     let mut stored = Vec::with_capacity(events.len());
-    let mut activity = Vec::new();
-    let mut grouping = crate::errors::db::Grouping::new(org);
-    let mut rollups = RollupBatch::new();
-    for (index, (event, fingerprint)) in events.iter_mut().zip(fingerprints).enumerate() {
+    let mut client_ids = EVENT_CLIENT_IDS.writer(txn)?;
+    for (index, event) in events.iter().enumerate() {
         if let Some(client_id) = &event.event_id {
             let index_key = tables::composite_key(org.as_str(), client_id);
-            if EVENT_CLIENT_IDS.get(txn, &index_key)?.is_some() {
+            if client_ids.contains(&index_key)? {
                 continue;
             }
-            EVENT_CLIENT_IDS.insert(txn, &index_key, event.id.as_str())?;
+            client_ids.insert(&index_key, event.id.as_str())?;
         }
+        stored.push(index);
+    }
+    drop(client_ids);
+
+    let mut grouping = crate::errors::db::Grouping::new(txn, org)?;
+    let mut rollups = RollupBatch::new();
+    for &index in &stored {
+        let (event, fingerprint) = (&mut events[index], &fingerprints[index]);
         let (group, opened) = grouping.assign(txn, event, fingerprint)?;
         event.group_id = Some(group.to_string());
         let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
@@ -215,13 +223,23 @@ pub fn store_fingerprinted_events(
                 event.received_at,
             );
         }
+    }
+    grouping.finish(txn)?;
+    rollups.flush(txn)?;
+
+    let mut records = EVENTS.writer(txn)?;
+    let mut session_events = SESSION_EVENTS.writer(txn)?;
+    let mut ages = db::TELEMETRY_AGES.writer(txn)?;
+    let mut activity = Vec::new();
+    for &index in &stored {
+        let event = &events[index];
         let key = event.key(org);
-        EVENTS.insert(txn, &key, event)?;
+        records.insert(&key, event)?;
         if let Some(session) = &event.session_id {
             let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
-            SESSION_EVENTS.insert(txn, &session_key, "")?;
+            session_events.insert(&session_key, "")?;
         }
-        db::put_age(txn, Kind::Event, event.age(), &key)?;
+        db::put_age_with(&mut ages, Kind::Event, event.age(), &key)?;
         if let Some(service) = &event.service {
             activity.push(Activity {
                 service: service.clone(),
@@ -230,10 +248,8 @@ pub fn store_fingerprinted_events(
                 errors: u64::from(event.level == "error"),
             });
         }
-        stored.push(index);
     }
-    grouping.finish(txn)?;
-    rollups.flush(txn)?;
+    drop((records, session_events, ages));
     services::record_activity(txn, org, &activity)?;
     Ok(stored)
 }
@@ -293,8 +309,60 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::errors::model::GroupId;
+    use crate::store::ReadTxn;
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
+
+    #[test]
+    fn a_batch_stores_each_client_id_once_and_groups_every_stored_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
+        crate::store::migrations::migrate(&database).unwrap();
+        let org = OrgId::generate();
+        let event = |id: Option<&str>, user: &str, message: &str| {
+            let mut item = json!({"level": "error", "message": message, "url": "u",
+                "user_id": user, "session_id": "s-1", "service": "web"});
+            if let Some(id) = id {
+                item["event_id"] = json!(id);
+            }
+            parse_event(&item, NOW, None).unwrap()
+        };
+        let txn = database.begin_write().unwrap();
+        let mut first = [
+            event(Some("a"), "u1", "boom 1"),
+            event(Some("a"), "u1", "boom 2"),
+            event(None, "u2", "boom 3"),
+            event(Some("b"), "u1", "other"),
+        ];
+        assert_eq!(store_events(&txn, &org, &mut first).unwrap(), [0, 2, 3]);
+        let mut again = [
+            event(Some("b"), "u3", "boom 4"),
+            event(None, "u3", "boom 5"),
+        ];
+        assert_eq!(store_events(&txn, &org, &mut again).unwrap(), [1]);
+
+        let boom = first[0].group_id.clone().unwrap();
+        assert_eq!(first[2].group_id.as_deref(), Some(boom.as_str()));
+        assert_eq!(again[1].group_id.as_deref(), Some(boom.as_str()));
+        assert_ne!(first[3].group_id.as_deref(), Some(boom.as_str()));
+        let group = crate::errors::db::get_group(&txn, &org, &GroupId::parse(&boom).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!((group.count, group.users), (3, 3));
+        let rows = |name| {
+            txn.open(redb::TableDefinition::<&str, &str>::new(name))
+                .unwrap()
+                .row_count()
+                .unwrap()
+        };
+        assert_eq!(EVENTS.row_count(&txn).unwrap(), 4);
+        assert_eq!(rows(tables::EVENT_CLIENT_IDS), 2);
+        assert_eq!(rows(tables::SESSION_EVENTS), 4);
+        assert_eq!(rows(tables::TELEMETRY_AGES), 4);
+        assert_eq!(rows(tables::GROUP_EVENTS), 4);
+        assert_eq!(rows(tables::GROUP_USERS), 4);
+    }
 
     #[test]
     fn items_become_events_or_reasons() {

@@ -29,7 +29,8 @@ use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use tokio::sync::oneshot;
 
 pub use table::{
-    IndexTable, ReadTxn, RecordTable, Scan, SecretTable, meta_get, meta_put, meta_remove,
+    IndexTable, IndexWriter, ReadTxn, RecordTable, RecordWriter, Scan, SecretTable, meta_get,
+    meta_put, meta_remove,
 };
 
 /// How long a client is told to wait before retrying a write refused by a degraded store.
