@@ -225,10 +225,8 @@ async fn get_group(
                 Some(event) => EVENTS.get(txn, &tables::composite_key(org.as_str(), event))?,
                 None => None,
             };
-            if let Some(event) = latest.as_mut()
-                && let Some(frames) = event.frames.as_mut()
-            {
-                resolve::resolve_frames(txn, &org, event.release.as_deref(), frames)?;
+            if let Some(event) = latest.as_mut() {
+                resolve::resolve_for_reading(txn, &org, event)?;
             }
             Ok(Some((group, latest)))
         })

@@ -62,21 +62,19 @@ pub fn put_group(
 
 /// The fingerprint of an event, from the fields it was stored with.
 pub fn fingerprint_of(event: &ErrorEvent) -> Fingerprint {
+    let frames = event.frames_or_derived();
     fingerprint::fingerprint(&Inputs {
         client: event.fingerprint.as_deref(),
         name: event.name.as_deref(),
-        frames: event.frames.as_deref().unwrap_or_default(),
+        frames: &frames,
         message: &event.message,
     })
 }
 
 /// `function (file)` of the innermost in-app frame.
 fn culprit_of(event: &ErrorEvent) -> Option<String> {
-    let frame = event
-        .frames
-        .as_deref()?
-        .iter()
-        .find(|frame| fingerprint::is_in_app(frame))?;
+    let frames = event.frames_or_derived();
+    let frame = frames.iter().find(|frame| fingerprint::is_in_app(frame))?;
     let file = frame["file"].as_str().map(fingerprint::normalise_file)?;
     Some(match frame["function"].as_str() {
         Some(function) => format!("{function} ({file})"),

@@ -31,7 +31,7 @@ pub async fn resolve_batch(
 ) -> Result<Vec<ErrorEvent>, ApiError> {
     let wanted = events
         .iter()
-        .any(|event| event.release.is_some() && event.frames.is_some());
+        .any(|event| event.release.is_some() && (event.frames.is_some() || event.stack.is_some()));
     if !wanted {
         return Ok(events);
     }
@@ -39,9 +39,7 @@ pub async fn resolve_batch(
     store
         .read(move |txn| {
             for event in &mut events {
-                if let Some(frames) = event.frames.as_mut() {
-                    resolve::resolve_frames(txn, &org, event.release.as_deref(), frames)?;
-                }
+                resolve::resolve_for_storing(txn, &org, event)?;
             }
             Ok::<_, ApiError>(events)
         })

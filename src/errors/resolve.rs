@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use sourcemap::DecodedMap;
 
 use crate::accounts::model::OrgId;
+use crate::ingest::errors::ErrorEvent;
 use crate::ingest::sourcemaps;
 use crate::store::StoreError;
 
@@ -70,6 +71,42 @@ pub fn resolve_frames(
             object.insert("resolved".into(), resolved);
             changed = true;
         }
+    }
+    Ok(changed)
+}
+
+/// Resolves an event's frames for a reader: frames derived from its stack are filled in
+/// first (`ErrorEvent::frames_mut`), so the reader sees them, resolved or not.
+pub fn resolve_for_reading(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    event: &mut ErrorEvent,
+) -> Result<bool, StoreError> {
+    let release = event.release.clone();
+    match event.frames_mut() {
+        Some(frames) => resolve_frames(txn, org, release.as_deref(), frames),
+        None => Ok(false),
+    }
+}
+
+/// Resolves an event's frames before it is stored. Frames derived from the stack are kept
+/// only when a map resolved some of them; otherwise they stay unstored (a parse of the stack
+/// gives them back).
+pub fn resolve_for_storing(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    event: &mut ErrorEvent,
+) -> Result<bool, StoreError> {
+    let Some(release) = event.release.as_deref() else {
+        return Ok(false);
+    };
+    if !sourcemaps::release_has_maps(txn, org, release)? {
+        return Ok(false);
+    }
+    let derived = event.frames.is_none();
+    let changed = resolve_for_reading(txn, org, event)?;
+    if derived && !changed {
+        event.frames = None;
     }
     Ok(changed)
 }

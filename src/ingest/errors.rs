@@ -2,7 +2,10 @@
 //! into it, and storing a batch.
 //!
 //! Invariants: an event keeps the ingest field names; `frames`, `tags` and `fingerprint` are
-//! kept as sent (already scrubbed). Event ids are `evt_` ULIDs minted on arrival, so the
+//! kept as sent (already scrubbed). Frames that are only a parse of `stack` are not stored
+//! (`frames` is `None`): every reader goes through `frames_or_derived` or `frames_mut`, which
+//! parse them again, so a stored event is about half the size; frames a source map resolved
+//! at ingest are stored. Event ids are `evt_` ULIDs minted on arrival, so the
 //! events of an organisation re-read in key order come back in arrival order. An item whose
 //! `event_id` (or `id`) was stored before is acknowledged and not stored again.
 //!
@@ -10,6 +13,7 @@
 //! inside the write transaction (grouping that must commit with the event goes there), and
 //! `events_committed` is called with every batch once it is durable (indexing goes there).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redb::WriteTransaction;
@@ -91,6 +95,37 @@ impl ErrorEvent {
     fn age(&self) -> Timestamp {
         db::age_of(self.timestamp, self.received_at)
     }
+
+    /// The event's frames: those stored (sent by the client, or resolved through a source map
+    /// at ingest), else those parsed from `stack` (none without one).
+    pub fn frames_or_derived(&self) -> Cow<'_, [Value]> {
+        match &self.frames {
+            Some(frames) => Cow::Borrowed(frames),
+            None => Cow::Owned(derive_frames(self.stack.as_deref())),
+        }
+    }
+
+    /// Fills `frames` from the stack when none are stored, for a reader that changes or hands
+    /// them on; the frames, when the event has any.
+    pub fn frames_mut(&mut self) -> Option<&mut Vec<Value>> {
+        if self.frames.is_none() {
+            let derived = derive_frames(self.stack.as_deref());
+            if !derived.is_empty() {
+                self.frames = Some(derived);
+            }
+        }
+        self.frames.as_mut()
+    }
+}
+
+fn derive_frames(stack: Option<&str>) -> Vec<Value> {
+    let Some(stack) = stack else {
+        return Vec::new();
+    };
+    crate::errors::stack::parse(stack)
+        .iter()
+        .map(crate::errors::stack::Frame::to_json)
+        .collect()
 }
 
 /// Reads one (already scrubbed) item. `client_ip` is the sender's address when it may be kept.
@@ -115,14 +150,9 @@ pub fn parse_event(
     {
         return Err("frames must be an array of objects".into());
     }
-    // Frames are derived from the stack when the client sent none (CONTRACT section 3).
+    // Frames are derived from the stack when the client sent none (CONTRACT section 3), when
+    // they are read (`ErrorEvent::frames_or_derived`).
     let stack = fields.text("stack")?;
-    let frames = match (frames, &stack) {
-        (None, Some(stack)) => Some(crate::errors::stack::parse(stack))
-            .filter(|parsed| !parsed.is_empty())
-            .map(|parsed| parsed.iter().map(|frame| frame.to_json()).collect()),
-        (frames, _) => frames,
-    };
     let fingerprint = fields.array("fingerprint")?;
     if fingerprint
         .as_ref()
@@ -362,6 +392,32 @@ mod tests {
         assert_eq!(rows(tables::TELEMETRY_AGES), 4);
         assert_eq!(rows(tables::GROUP_EVENTS), 4);
         assert_eq!(rows(tables::GROUP_USERS), 4);
+    }
+
+    #[test]
+    fn frames_parsed_from_the_stack_are_derived_not_stored() {
+        let stack = "TypeError: x is undefined\n    at pay (https://a.test/app.js:10:5)\n    at https://a.test/vendor.js:1:2";
+        let item = json!({"level": "error", "message": "m", "url": "u", "stack": stack});
+        let mut event = parse_event(&item, NOW, None).unwrap();
+        assert_eq!(event.frames, None, "not stored");
+        let derived = event.frames_or_derived().into_owned();
+        assert_eq!(derived.len(), 2);
+        assert_eq!(derived[0]["function"], "pay");
+        assert_eq!(derived[0]["line"], 10);
+        assert_eq!(event.frames_mut().cloned(), Some(derived));
+
+        let sent = json!({"level": "error", "message": "m", "url": "u", "stack": stack,
+            "frames": [{"file": "b.js", "line": 3, "column": 4}]});
+        let event = parse_event(&sent, NOW, None).unwrap();
+        assert_eq!(
+            event.frames_or_derived()[0]["file"],
+            "b.js",
+            "sent frames win"
+        );
+        let bare = json!({"level": "error", "message": "m", "url": "u"});
+        let mut event = parse_event(&bare, NOW, None).unwrap();
+        assert!(event.frames_or_derived().is_empty());
+        assert_eq!(event.frames_mut(), None);
     }
 
     #[test]

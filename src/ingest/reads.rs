@@ -188,14 +188,7 @@ async fn list_errors(
             else {
                 continue;
             };
-            if let Some(frames) = event.frames.as_mut() {
-                crate::errors::resolve::resolve_frames(
-                    txn,
-                    &org,
-                    event.release.as_deref(),
-                    frames,
-                )?;
-            }
+            crate::errors::resolve::resolve_for_reading(txn, &org, &mut event)?;
             events.push(event);
         }
         Ok(events)
@@ -248,14 +241,7 @@ async fn search_errors(
             else {
                 continue;
             };
-            if let Some(frames) = event.frames.as_mut() {
-                crate::errors::resolve::resolve_frames(
-                    txn,
-                    &org,
-                    event.release.as_deref(),
-                    frames,
-                )?;
-            }
+            crate::errors::resolve::resolve_for_reading(txn, &org, &mut event)?;
             events.push(event);
         }
         Ok(events)

@@ -38,7 +38,9 @@ pub struct ErrorEventView {
 }
 
 impl From<ErrorEvent> for ErrorEventView {
-    fn from(event: ErrorEvent) -> Self {
+    fn from(mut event: ErrorEvent) -> Self {
+        // Frames derived from the stack are not stored; readers see them all the same.
+        event.frames_mut();
         ErrorEventView {
             id: event.id.to_string(),
             event_id: event.event_id,
