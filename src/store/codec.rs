@@ -1,16 +1,30 @@
 //! The one versioned codec between stored records and bytes.
 //!
-//! Invariant: every stored record starts with a one-byte codec version; version 1 is JSON.
-//! Records evolve by adding `#[serde(default)]` fields; a change that cannot be expressed that
+//! Invariant: every stored record starts with a one-byte codec version; version 1 is JSON,
+//! version 2 is zstd-compressed JSON (a zstd frame that records its size), written for records
+//! whose JSON is longer than `COMPRESS_ABOVE`. Both decode, so records written before
+//! compression existed read as they are. Records evolve by adding `#[serde(default)]` fields; a change that cannot be expressed that
 //! way gets a migration, never a silent reinterpretation of old bytes.
+
+use std::cell::RefCell;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
 
-/// Version byte of records written by this binary.
+/// Version byte of records stored as plain JSON.
 pub const CODEC_VERSION: u8 = 1;
+/// Version byte of records stored as zstd-compressed JSON.
+pub const CODEC_VERSION_ZSTD: u8 = 2;
+/// JSON longer than this is compressed. An error event (a stack, a URL, tags) is about 2 KB
+/// of JSON and about a third of that compressed: more records to a page and fewer bytes to
+/// write and sync; short records would gain little and pay the frame's header.
+pub const COMPRESS_ABOVE: usize = 768;
+/// zstd's fastest regular level: records are encoded on the store's one writer thread.
+const ZSTD_LEVEL: i32 = 1;
+/// No record decodes to more than this; a frame claiming more is corrupt.
+const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
 /// A type that is stored as a record (distinct from any wire type, see STYLE.md).
 pub trait Record: Serialize + DeserializeOwned {
@@ -19,32 +33,66 @@ pub trait Record: Serialize + DeserializeOwned {
 }
 
 pub fn encode<R: Record>(record: &R) -> Result<Vec<u8>, StoreError> {
-    let mut bytes = Vec::with_capacity(128);
+    let mut bytes = Vec::with_capacity(256);
     bytes.push(CODEC_VERSION);
     serde_json::to_writer(&mut bytes, record).map_err(|err| StoreError::Corrupt {
         what: R::KIND,
         detail: format!("cannot encode: {err}"),
     })?;
-    Ok(bytes)
+    if bytes.len() - 1 <= COMPRESS_ABOVE {
+        return Ok(bytes);
+    }
+    // A `Vec` given to zstd as a write buffer is written from its start, so the frame is
+    // compressed on its own and appended after the version byte.
+    let mut frame = vec![CODEC_VERSION_ZSTD];
+    let mut compressed = COMPRESSOR
+        .with_borrow_mut(|compressor| compressor.compress(&bytes[1..]))
+        .map_err(|err| StoreError::Corrupt {
+            what: R::KIND,
+            detail: format!("cannot compress: {err}"),
+        })?;
+    frame.append(&mut compressed);
+    Ok(frame)
 }
 
 pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt {
+        what: R::KIND,
+        detail,
+    };
+    let json = |body: &[u8]| {
+        serde_json::from_slice(body).map_err(|err| corrupt(format!("cannot decode: {err}")))
+    };
     match bytes.split_first() {
-        Some((&CODEC_VERSION, body)) => {
-            serde_json::from_slice(body).map_err(|err| StoreError::Corrupt {
-                what: R::KIND,
-                detail: format!("cannot decode: {err}"),
-            })
-        }
-        Some((version, _)) => Err(StoreError::Corrupt {
-            what: R::KIND,
-            detail: format!("unknown codec version {version}"),
-        }),
-        None => Err(StoreError::Corrupt {
-            what: R::KIND,
-            detail: "empty record".to_string(),
-        }),
+        Some((&CODEC_VERSION, body)) => json(body),
+        Some((&CODEC_VERSION_ZSTD, body)) => json(&decompress(body).map_err(corrupt)?),
+        Some((version, _)) => Err(corrupt(format!("unknown codec version {version}"))),
+        None => Err(corrupt("empty record".to_string())),
     }
+}
+
+fn decompress(frame: &[u8]) -> Result<Vec<u8>, String> {
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(size)) if size <= MAX_RECORD_BYTES as u64 => size as usize,
+        Ok(Some(size)) => return Err(format!("compressed record claims {size} bytes")),
+        Ok(None) | Err(_) => return Err("compressed record without its size".to_string()),
+    };
+    let mut json = Vec::with_capacity(size);
+    DECOMPRESSOR
+        .with_borrow_mut(|decompressor| decompressor.decompress_to_buffer(frame, &mut json))
+        .map_err(|err| format!("cannot decompress: {err}"))?;
+    Ok(json)
+}
+
+thread_local! {
+    // One context per thread, reused: creating a zstd context costs more than compressing
+    // a record.
+    static COMPRESSOR: RefCell<zstd::bulk::Compressor<'static>> = RefCell::new(
+        zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a zstd compression context"),
+    );
+    static DECOMPRESSOR: RefCell<zstd::bulk::Decompressor<'static>> = RefCell::new(
+        zstd::bulk::Decompressor::new().expect("a zstd decompression context"),
+    );
 }
 
 #[cfg(test)]
@@ -60,6 +108,48 @@ mod tests {
     }
     impl Record for Sample {
         const KIND: &'static str = "sample";
+    }
+
+    #[test]
+    fn long_records_are_compressed_and_every_version_decodes() {
+        let short = Sample {
+            name: "a".repeat(COMPRESS_ABOVE - 40),
+            added_later: 1,
+        };
+        let bytes = encode(&short).unwrap();
+        assert_eq!(bytes[0], CODEC_VERSION);
+        assert_eq!(decode::<Sample>(&bytes).unwrap(), short);
+
+        let long = Sample {
+            name: "at render (https://app.example.com/assets/app.js:10:20)\n".repeat(40),
+            added_later: 2,
+        };
+        let bytes = encode(&long).unwrap();
+        assert_eq!(bytes[0], CODEC_VERSION_ZSTD);
+        assert!(bytes.len() < long.name.len() / 4, "{} bytes", bytes.len());
+        assert_eq!(decode::<Sample>(&bytes).unwrap(), long);
+        // A record written as plain JSON, however long, still reads.
+        let plain = [&[CODEC_VERSION][..], &serde_json::to_vec(&long).unwrap()].concat();
+        assert_eq!(decode::<Sample>(&plain).unwrap(), long);
+    }
+
+    #[test]
+    fn damaged_compressed_records_are_corrupt_not_a_panic() {
+        let long = Sample {
+            name: "x".repeat(4 * COMPRESS_ABOVE),
+            added_later: 0,
+        };
+        let bytes = encode(&long).unwrap();
+        for damaged in [
+            bytes[..bytes.len() / 2].to_vec(),
+            vec![CODEC_VERSION_ZSTD],
+            vec![CODEC_VERSION_ZSTD, 1, 2, 3, 4, 5, 6, 7, 8],
+        ] {
+            assert!(matches!(
+                decode::<Sample>(&damaged),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
     }
 
     #[test]
