@@ -133,7 +133,7 @@ async fn receive<T: Send + 'static>(
     };
     let (limit, max_items) = (settings.max_body_bytes, settings.max_events);
     let scrub_items = scrub_items && settings.scrub_pii;
-    let parsed = tokio::task::spawn_blocking(move || {
+    let parsed = ingest.cpu_work(move || {
         let decoded = body::decode(&raw, encoding, limit)?;
         let mut items = body::parse_batch(&decoded, field)?;
         body::check_count(&items, max_items)?;
@@ -157,7 +157,7 @@ async fn receive<T: Send + 'static>(
         }
         Ok::<_, ApiError>(batch)
     });
-    parsed.await.map_err(ApiError::internal)?
+    parsed.await?
 }
 
 /// The client address to keep with items: none unless `WEB_INGEST_SCRUB_IP=false`.
@@ -203,12 +203,12 @@ async fn post_web_errors(
         let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
         // Fingerprints here, and the write sets each event's group in place and the request
         // takes the events back: the store's one writer thread only looks up and writes.
-        let (events, fingerprints) = tokio::task::spawn_blocking(move || {
-            let fingerprints = errors::fingerprints_of(&events);
-            (events, fingerprints)
-        })
-        .await
-        .map_err(ApiError::internal)?;
+        let (events, fingerprints) = ingest
+            .cpu_work(move || {
+                let fingerprints = errors::fingerprints_of(&events);
+                (events, fingerprints)
+            })
+            .await?;
         let events = Arc::new(Mutex::new(events));
         let shared = events.clone();
         let stored = ingest
