@@ -64,7 +64,7 @@ struct Inner {
     /// The organisation receiving ingested data, once found (organisations are never deleted).
     org: OnceLock<OrgId>,
     /// One permit per core for the CPU work of a batch (`cpu_work`).
-    cpu: tokio::sync::Semaphore,
+    cpu: Arc<tokio::sync::Semaphore>,
 }
 
 impl Ingest {
@@ -80,9 +80,9 @@ impl Ingest {
                 body_read_timeout: config.http.body_read_timeout,
                 retention: Duration::from_secs(u64::from(config.retention_days) * 86_400),
                 org: OnceLock::new(),
-                cpu: tokio::sync::Semaphore::new(
+                cpu: Arc::new(tokio::sync::Semaphore::new(
                     std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-                ),
+                )),
             }),
         }
     }
@@ -115,10 +115,22 @@ impl Ingest {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _permit = self.inner.cpu.acquire().await.map_err(ApiError::internal)?;
-        tokio::task::spawn_blocking(work)
+        // The permit goes with the work: a request dropped while waiting for it (its client
+        // gone) does not free a core the work still uses.
+        let permit = self
+            .inner
+            .cpu
+            .clone()
+            .acquire_owned()
             .await
-            .map_err(ApiError::internal)
+            .map_err(ApiError::internal)?;
+        tokio::task::spawn_blocking(move || {
+            let done = work();
+            drop(permit);
+            done
+        })
+        .await
+        .map_err(ApiError::internal)
     }
 
     /// RETENTION_DAYS as a duration.

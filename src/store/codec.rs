@@ -3,8 +3,9 @@
 //! Invariant: every stored record starts with a one-byte codec version; version 1 is JSON,
 //! version 2 is zstd-compressed JSON (a zstd frame that records its size), written for records
 //! whose JSON is longer than `COMPRESS_ABOVE`. Both decode, so records written before
-//! compression existed read as they are. Records evolve by adding `#[serde(default)]` fields; a change that cannot be expressed that
-//! way gets a migration, never a silent reinterpretation of old bytes.
+//! compression existed read as they are. Records evolve by adding `#[serde(default)]` fields;
+//! a change that cannot be expressed that way gets a migration, never a silent
+//! reinterpretation of old bytes.
 
 use std::cell::RefCell;
 
