@@ -50,6 +50,16 @@ pub fn resolve_frames(
     if !sourcemaps::release_has_maps(txn, org, release)? {
         return Ok(false);
     }
+    resolve_with_maps(txn, org, release, frames)
+}
+
+/// `resolve_frames` for a release known to have maps.
+fn resolve_with_maps(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    release: &str,
+    frames: &mut [Value],
+) -> Result<bool, StoreError> {
     let mut changed = false;
     for frame in frames.iter_mut() {
         if frame.get("resolved").is_some() {
@@ -97,14 +107,17 @@ pub fn resolve_for_storing(
     org: &OrgId,
     event: &mut ErrorEvent,
 ) -> Result<bool, StoreError> {
-    let Some(release) = event.release.as_deref() else {
+    let Some(release) = event.release.clone() else {
         return Ok(false);
     };
-    if !sourcemaps::release_has_maps(txn, org, release)? {
+    if !sourcemaps::release_has_maps(txn, org, &release)? {
         return Ok(false);
     }
     let derived = event.frames.is_none();
-    let changed = resolve_for_reading(txn, org, event)?;
+    let changed = match event.frames_mut() {
+        Some(frames) => resolve_with_maps(txn, org, &release, frames)?,
+        None => false,
+    };
     if derived && !changed {
         event.frames = None;
     }
