@@ -137,9 +137,7 @@ mod tests {
 
     #[test]
     fn ages_sort_by_time_and_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
-        crate::store::migrations::migrate(&database).unwrap();
+        let (_dir, database) = crate::store::migrations::scratch_database();
         let txn = database.begin_write().unwrap();
         put_age(&txn, Kind::Span, Timestamp(3_000), "org_A/t/s").unwrap();
         put_age(&txn, Kind::Event, Timestamp(1_000), "org_A/evt_1").unwrap();

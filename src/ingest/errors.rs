@@ -346,9 +346,7 @@ mod tests {
 
     #[test]
     fn a_batch_stores_each_client_id_once_and_groups_every_stored_event() {
-        let dir = tempfile::tempdir().unwrap();
-        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
-        crate::store::migrations::migrate(&database).unwrap();
+        let (_dir, database) = crate::store::migrations::scratch_database();
         let org = OrgId::generate();
         let event = |id: Option<&str>, user: &str, message: &str| {
             let mut item = json!({"level": "error", "message": message, "url": "u",

@@ -107,9 +107,7 @@ mod tests {
 
     #[test]
     fn old_items_go_with_their_index_rows_and_new_ones_stay() {
-        let dir = tempfile::tempdir().unwrap();
-        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
-        crate::store::migrations::migrate(&database).unwrap();
+        let (_dir, database) = crate::store::migrations::scratch_database();
         let org = OrgId::generate();
         let event = |id: &str, at: i64| {
             let item = json!({"level": "error", "message": "m", "url": "u", "event_id": id,

@@ -348,9 +348,7 @@ mod tests {
         let map = r#"{"version":3,"sources":["a.ts"],"names":[],"mappings":"AAAA"}"#;
         let (record, compressed) = prepare(upload(map), true, NOW).unwrap();
         assert_eq!(record.file, "https://cdn.test/app.js?token=[redacted]");
-        let dir = tempfile::tempdir().unwrap();
-        let database = redb::Database::create(dir.path().join("db.redb")).unwrap();
-        crate::store::migrations::migrate(&database).unwrap();
+        let (_dir, database) = crate::store::migrations::scratch_database();
         let org = OrgId::generate();
         let txn = database.begin_write().unwrap();
         put(&txn, &org, &record, &compressed).unwrap();

@@ -362,6 +362,16 @@ fn record_table(name: &'static str) -> TableDefinition<'static, &'static str, &'
     TableDefinition::new(name)
 }
 
+/// A migrated database in a temporary directory, for unit tests of code that runs inside a
+/// transaction; the directory is removed when the returned guard drops.
+#[cfg(test)]
+pub fn scratch_database() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let database = Database::create(dir.path().join("db.redb")).expect("a database");
+    migrate(&database).expect("migrations");
+    (dir, database)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

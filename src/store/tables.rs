@@ -283,7 +283,7 @@ pub fn split_composite_key(key: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use redb::{Database, ReadableDatabase, TableHandle};
+    use redb::{ReadableDatabase, TableHandle};
 
     use super::*;
 
@@ -291,9 +291,7 @@ mod tests {
     /// every backup; this test makes that a build failure instead.
     #[test]
     fn all_lists_exactly_the_tables_of_a_migrated_database() {
-        let dir = tempfile::tempdir().unwrap();
-        let database = Database::create(dir.path().join("db.redb")).unwrap();
-        crate::store::migrations::migrate(&database).unwrap();
+        let (_dir, database) = crate::store::migrations::scratch_database();
         let txn = database.begin_read().unwrap();
         let mut found: Vec<String> = txn
             .list_tables()
