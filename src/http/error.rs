@@ -51,6 +51,7 @@ error_codes! {
     HeadersTooLarge => ("headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, "Request header fields too large"),
     RateLimited => ("rate_limited", TOO_MANY_REQUESTS, "Too many requests"),
     StoreUnavailable => ("store_unavailable", SERVICE_UNAVAILABLE, "Storage temporarily unavailable"),
+    Overloaded => ("overloaded", SERVICE_UNAVAILABLE, "Server busy"),
     InternalError => ("internal_error", INTERNAL_SERVER_ERROR, "Internal error"),
     // First-run setup and accounts.
     InvalidSetupToken => ("invalid_setup_token", UNAUTHORIZED, "Invalid setup token"),
@@ -60,6 +61,7 @@ error_codes! {
     // Authentication and access (CONTRACT.md section 2).
     Unauthorized => ("unauthorized", UNAUTHORIZED, "Authentication required"),
     InvalidCredentials => ("invalid_credentials", UNAUTHORIZED, "Invalid credentials"),
+    InvalidEmail => ("invalid_email", BAD_REQUEST, "Invalid e-mail address"),
     AccountLocked => ("account_locked", LOCKED, "Account locked"),
     SessionRevoked => ("session_revoked", UNAUTHORIZED, "Session revoked"),
     CsrfFailed => ("csrf_failed", FORBIDDEN, "CSRF token missing or wrong"),
