@@ -39,9 +39,10 @@ pub async fn prove(
     }
     // An account without a password (itself still invited elsewhere) is checked against the
     // dummy hash, so it takes as long and fails.
-    let stored = match account.password_hash.is_empty() {
-        true => auth.dummy_password_hash().to_string(),
-        false => account.password_hash.clone(),
+    let stored = if account.password_hash.is_empty() {
+        auth.dummy_password_hash().to_string()
+    } else {
+        account.password_hash.clone()
     };
     let matches =
         tokio::task::spawn_blocking(move || password::verify_password(&password, &stored))

@@ -174,18 +174,19 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
         }
         other => other,
     };
-    let mut membership = match &existing {
+    let membership = match existing {
         None => {
             let password_hash = add.password_hash.clone().unwrap_or_default();
             let user = User::new(add.email.clone(), password_hash, add.now);
             db::insert_user(txn, &user)?;
             Membership::active(add.org.clone(), user.id, add.role, add.now)
         }
-        Some(_) => Membership::active(add.org.clone(), UserId::generate(), add.role, add.now),
+        // A pending membership under a fresh placeholder id: the account's own id stays unseen.
+        Some(_) => Membership {
+            invitee_email: Some(add.email.clone()),
+            ..Membership::active(add.org.clone(), UserId::generate(), add.role, add.now)
+        },
     };
-    if existing.is_some() {
-        membership.invitee_email = Some(add.email.clone());
-    }
     db::insert_membership(txn, &membership)?;
     let member_id = membership.user_id.clone();
     let invitation = match add.password_hash {
