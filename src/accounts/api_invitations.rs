@@ -22,7 +22,7 @@ use utoipa_axum::routes;
 use super::api::{OrgView, UserView};
 use super::db;
 use super::members::hash_password;
-use super::model::{Invitation, Membership, Role, User};
+use super::model::{Invitation, Membership, Role, User, normalize_email};
 use crate::auth::audit::{self, Actor};
 use crate::auth::revocation::Revocations;
 use crate::auth::{Auth, Caller};
@@ -51,6 +51,10 @@ pub struct AcceptInvitationRequest {
     /// recovery code.
     #[serde(default)]
     pub code: Option<String>,
+    /// Optional: the invited e-mail, as a sign-in form sends it; when given it must be the one
+    /// invited.
+    #[serde(default)]
+    pub email: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -81,6 +85,16 @@ enum OpenInvitation {
     /// An account that existed when it was invited: accepting turns the placeholder membership
     /// into its own.
     ExistingAccount(Invitation, User, Membership),
+}
+
+impl OpenInvitation {
+    /// The e-mail of the invited account.
+    fn email(&self) -> &str {
+        match self {
+            OpenInvitation::NewAccount(_, user, _)
+            | OpenInvitation::ExistingAccount(_, user, _) => &user.email,
+        }
+    }
 }
 
 /// The invitation of `digest` if it can still be accepted at `now`: unexpired, its membership
@@ -132,6 +146,10 @@ async fn accept_invitation(
         .read(move |txn| open_invitation(txn, &lookup, now))
         .await?
         .ok_or_else(invalid_invitation)?;
+    let typed = request.email.as_deref().map(normalize_email);
+    if typed.is_some_and(|typed| typed.as_deref() != Ok(opened.email())) {
+        return Err(invalid_credentials());
+    }
     let actor = move |user: &User| Actor {
         user_id: Some(user.id.clone()),
         email: Some(user.email.clone()),

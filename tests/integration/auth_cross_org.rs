@@ -121,7 +121,10 @@ fn an_existing_account_is_invited_the_same_way_as_a_new_one_and_joins_only_as_it
     accept(&server, &json!({"token": token, "password": chosen}))
         .problem(401, "invalid_credentials");
     sign_in_to(&server, "val@example.com", "default").problem(401, "invalid_credentials");
-    let accepted = accept(&server, &json!({"token": token, "password": PASSWORD}));
+    let as_another = json!({"token": token, "email": "nia@example.com", "password": PASSWORD});
+    accept(&server, &as_another).problem(401, "invalid_credentials");
+    let as_val = json!({"token": token, "email": "Val@Example.com", "password": PASSWORD});
+    let accepted = accept(&server, &as_val);
     assert_eq!(accepted.status, 200, "{}", text(&accepted.body));
     assert_eq!(accepted.json()["role"], "viewer");
     let val = sign_in_to(&server, "val@example.com", "default");
