@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, TableDefinition};
 
-use lookout::accounts::model::{Membership, Org, Role, User, UserId, org_name_key};
+use lookout::accounts::model::{Membership, Org, Role, User, org_name_key};
 use lookout::clock::Timestamp;
 use lookout::store::{codec, migrations, tables};
 
@@ -78,19 +78,13 @@ fn build_dataset(dir: &Path, users: usize) -> u64 {
         let mut user_orgs = txn.open_table(text_table(tables::USER_ORGS)).unwrap();
         let mut random = 0x9e37_79b9_7f4a_7c15_u64;
         for index in 0..users {
-            let user = User {
-                id: UserId::generate(),
-                email: format!("person{index:06}@example.com"),
-                password_hash: password_hash(&mut random),
-                created_at: now,
-            };
+            let user = User::new(
+                format!("person{index:06}@example.com"),
+                password_hash(&mut random),
+                now,
+            );
             let org = &orgs[index % ORGS];
-            let membership = Membership {
-                org_id: org.id.clone(),
-                user_id: user.id.clone(),
-                role: Role::Member,
-                created_at: now,
-            };
+            let membership = Membership::active(org.id.clone(), user.id.clone(), Role::Member, now);
             let user_record = codec::encode(&user).unwrap();
             user_table
                 .insert(user.id.as_str(), user_record.as_slice())

@@ -293,7 +293,7 @@ pub async fn run(
         config: config.clone(),
         store: store.clone(),
         clock: clock.clone(),
-        auth,
+        auth: auth.clone(),
         ingest: ingest.clone(),
         notify: notify.clone(),
         agents,
@@ -316,6 +316,7 @@ pub async fn run(
             store: store.clone(),
             clock,
             search: Some(search.clone()),
+            auth: Some(auth),
         },
         admin_stopped,
     ));

@@ -20,7 +20,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
-use super::members::{AddMember, MemberRow, add_member_txn, authorize_change, hash_password};
+use super::members::{
+    AddMember, MemberRow, add_member_txn, authorize_change, authorize_credential_change,
+    hash_password,
+};
 use super::model::{Role, UserId, normalize_email};
 use super::roles::{self, MemberChange};
 use crate::auth::audit;
@@ -78,7 +81,7 @@ pub struct AddMemberRequest {
     pub email: String,
     pub role: Role,
     /// For a new user. Without it the answer carries an `invite_url`. An existing account keeps
-    /// its own password and this is ignored.
+    /// its own password: this is never applied to it, and the answer does not say so.
     #[serde(default)]
     pub password: Option<String>,
 }
@@ -91,10 +94,10 @@ pub struct ChangeRoleRequest {
 
 fn member_view(row: &MemberRow) -> MemberResponse {
     MemberResponse {
-        user_id: row.user.id.to_string(),
-        email: row.user.email.clone(),
+        user_id: row.membership.user_id.to_string(),
+        email: row.email.clone(),
         role: row.membership.role,
-        status: if row.invited() {
+        status: if row.invited {
             MemberStatus::Invited
         } else {
             MemberStatus::Active
@@ -134,12 +137,14 @@ async fn list_members(
                 .collect::<Result<Vec<_>, StoreError>>()
         })
         .await?;
-    let next_cursor = (rows.len() > limit).then(|| rows[limit - 1].user.id.to_string());
+    let next_cursor = (rows.len() > limit).then(|| rows[limit - 1].membership.user_id.to_string());
     let items = rows.iter().take(limit).map(member_view).collect();
     Ok(Json(MemberList { items, next_cursor }))
 }
 
-/// Adds a member. A new user gets the given password, or an invitation link without one.
+/// Adds a member. A new user gets the given password, or an invitation link without one; an
+/// existing account is invited and joins when it accepts as itself. The answer is the same
+/// either way.
 #[utoipa::path(post, path = "/api/v1/orgs/me/members", tag = "members", request_body = AddMemberRequest,
     responses((status = 201, body = MemberResponse),
         (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
@@ -159,6 +164,7 @@ async fn add_member(
         None => None,
     };
     let token = crate::auth::random_token();
+    let add_email = email.clone();
     let add = AddMember {
         org: caller.org_id.clone(),
         actor: caller.actor(),
@@ -173,11 +179,27 @@ async fn add_member(
         .store()
         .write(move |txn| add_member_txn(txn, &add))
         .await?;
-    let mut view = member_view(&added.row);
-    if let Some(invitation) = added.invitation {
-        view.invite_url = Some(format!("{}/invite?token={token}", auth.base_url()));
-        view.invite_expires_at = Some(invitation.expires_at.to_rfc3339());
-    }
+    // Built from the request, not from the account: the answer is the same whether the
+    // e-mail had an account or not (docs/api.md, "Adding a member").
+    let view = MemberResponse {
+        user_id: added.member_id.to_string(),
+        email: add_email,
+        role: added.membership.role,
+        status: match added.invitation {
+            Some(_) => MemberStatus::Invited,
+            None => MemberStatus::Active,
+        },
+        two_factor_enabled: false,
+        joined_at: added.membership.created_at.to_rfc3339(),
+        invite_url: added
+            .invitation
+            .as_ref()
+            .map(|_| format!("{}/invite?token={token}", auth.base_url())),
+        invite_expires_at: added
+            .invitation
+            .as_ref()
+            .map(|invitation| invitation.expires_at.to_rfc3339()),
+    };
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -299,7 +321,7 @@ async fn remove_member(
 #[utoipa::path(delete, path = "/api/v1/orgs/me/members/{user_id}/two-factor", tag = "members",
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 204),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "forbidden, also when the account has not joined yet or belongs to another organisation too (the operator resets it from the command line)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "no such member, or no second factor to reset", body = Problem, content_type = "application/problem+json")))]
 async fn reset_two_factor(
     State(auth): State<Auth>,
@@ -320,7 +342,8 @@ async fn reset_two_factor(
         .write(move |txn| {
             let now = clock.now();
             let change = MemberChange::ResetTwoFactor;
-            authorize_change(txn, &org, &actor_id, &written_target, change)?;
+            let membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
+            authorize_credential_change(txn, membership)?;
             if !crate::auth::db::remove_two_factor(txn, &written_target)? {
                 return Err(ApiError::new(
                     ErrorCode::NotFound,

@@ -93,6 +93,12 @@ pub fn insert_user(txn: &WriteTransaction, user: &User) -> Result<(), AccountsEr
     Ok(())
 }
 
+/// Removes an account and its e-mail index row (an unclaimed account being replaced).
+pub fn remove_user(txn: &WriteTransaction, user: &User) -> Result<(), StoreError> {
+    USER_EMAILS.remove(txn, &user.email)?;
+    USERS.remove(txn, user.id.as_str()).map(|_| ())
+}
+
 pub fn insert_membership(
     txn: &WriteTransaction,
     membership: &Membership,

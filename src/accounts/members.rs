@@ -1,12 +1,13 @@
 //! Member operations inside one write transaction, shared by the members API and invitation
 //! acceptance: reading a member, judging a change against the actor's stored role, and adding
-//! someone (a new user, or an existing account, with a password or an invitation).
+//! someone (a new user with a password or an invitation, or an existing account's invitation).
 //!
 //! Invariants: permission is judged against the actor's membership as stored when the change
 //! commits, and the owners are counted then; the single writer serialises changes, so two
 //! owners demoting each other at once cannot leave the org without one. An existing account is
-//! never given a password or an invitation by another org's admin: only a brand-new user (or one
-//! with no password and no membership anywhere) is.
+//! never given a password, nor made a member, by another org's admin: it is invited, and joins
+//! only when it accepts as itself. Only a brand-new user (or one with no password and no
+//! membership anywhere) gets the password an admin chose.
 
 use redb::WriteTransaction;
 use serde_json::json;
@@ -29,30 +30,38 @@ impl From<Refusal> for ApiError {
     }
 }
 
-/// A member as stored, with what its view needs.
+/// A member as stored, with what its view needs. An existing account's pending invitation
+/// reads like a new account's: its placeholder id, the e-mail invited, no second factor.
 pub struct MemberRow {
-    pub user: User,
+    pub email: String,
     pub membership: Membership,
     pub two_factor_enabled: bool,
+    /// Not through the invitation yet: a new account without a password, or an existing
+    /// account that has not accepted.
+    pub invited: bool,
 }
 
 impl MemberRow {
     pub fn read(txn: &impl ReadTxn, membership: Membership) -> Result<Self, StoreError> {
+        if let Some(email) = membership.invitee_email.clone() {
+            return Ok(MemberRow {
+                email,
+                membership,
+                two_factor_enabled: false,
+                invited: true,
+            });
+        }
         let user = db::get_user(txn, &membership.user_id)?.ok_or_else(|| StoreError::Corrupt {
             what: "membership",
             detail: format!("names missing user {}", membership.user_id),
         })?;
         let two_factor_enabled = crate::auth::db::two_factor_enabled(txn, &user.id)?;
         Ok(MemberRow {
-            user,
+            invited: user.password_hash.is_empty(),
+            email: user.email,
             membership,
             two_factor_enabled,
         })
-    }
-
-    /// Added without a password and not yet through the invitation.
-    pub fn invited(&self) -> bool {
-        self.user.password_hash.is_empty()
     }
 }
 
@@ -64,11 +73,15 @@ pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<
         .ok_or_else(|| ApiError::new(ErrorCode::Forbidden, "you are no longer a member"))
 }
 
+/// Owners who can act: an invited owner (new or existing account) does not keep the org owned.
 pub fn owner_count(txn: &WriteTransaction, org: &OrgId) -> Result<usize, StoreError> {
-    Ok(db::memberships_of_org(txn, org)?
-        .iter()
-        .filter(|membership| membership.role == Role::Owner)
-        .count())
+    let mut owners = 0;
+    for membership in db::memberships_of_org(txn, org)? {
+        if membership.role == Role::Owner && !MemberRow::read(txn, membership)?.invited {
+            owners += 1;
+        }
+    }
+    Ok(owners)
 }
 
 /// The target's membership, and a check that `actor` may apply `change` to it.
@@ -86,6 +99,21 @@ pub fn authorize_change(
     Ok(membership)
 }
 
+/// Refuses a change to the credentials of the member `membership` unless the account belongs
+/// to this organisation alone and has joined it (see `roles::check_credential_change`).
+pub fn authorize_credential_change(
+    txn: &WriteTransaction,
+    membership: Membership,
+) -> Result<(), ApiError> {
+    let user_id = membership.user_id.clone();
+    let row = MemberRow::read(txn, membership)?;
+    let other_orgs = db::memberships_of_user(txn, &user_id)?
+        .len()
+        .saturating_sub(1);
+    roles::check_credential_change(row.invited, other_orgs)?;
+    Ok(())
+}
+
 /// Checks a password typed for a new account and hashes it off the async reactor.
 pub async fn hash_password(password: String) -> Result<String, ApiError> {
     validate_password(&password).map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?;
@@ -95,14 +123,19 @@ pub async fn hash_password(password: String) -> Result<String, ApiError> {
         .map_err(ApiError::internal)
 }
 
-/// What `add_member` decided inside its transaction.
+/// What `add_member` decided inside its transaction: the same shape whether the e-mail had an
+/// account or not.
 pub struct Added {
-    pub row: MemberRow,
+    /// The new account's id, or for an existing account a placeholder (see `Membership`).
+    pub member_id: UserId,
+    pub membership: Membership,
+    /// Stored when no password was given; its token goes in the answer.
     pub invitation: Option<Invitation>,
 }
 
-/// Adds `email` to `org` with `role`: an existing user as is, a new one with `password_hash`
-/// or, without one, an invitation stored under `digest` (the SHA-256 of the token, hex).
+/// Adds `email` to `org` with `role`: a new account with `password_hash` or, without one, an
+/// invitation stored under `digest` (the SHA-256 of the token, hex); an existing account gets
+/// a pending membership it accepts by proving who it is (`api_invitations.rs`).
 pub struct AddMember {
     pub org: OrgId,
     pub actor: Actor,
@@ -115,80 +148,88 @@ pub struct AddMember {
 }
 
 /// Runs `add` in `txn`. Refuses a role the actor may not grant (403) and someone who already
-/// belongs to the org (409 `already_member`).
+/// belongs to the org or is invited to it (409 `already_member`). Nothing in the result, the
+/// audit entry or the member list tells whether the e-mail had an account: a given password is
+/// applied only to a new account, and an existing one shows a placeholder id until it accepts.
 pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, ApiError> {
     roles::check_grant(live_role(txn, &add.org, &add.actor_id)?, add.role)?;
-    let existing = db::find_user_by_email(txn, &add.email)?;
-    if let Some(user) = &existing
-        && db::get_membership(txn, &add.org, &user.id)?.is_some()
-    {
+    if already_in_org(txn, &add.org, &add.email)? {
         return Err(ApiError::new(
             ErrorCode::AlreadyMember,
-            format!("{} is already a member; change the role instead", add.email),
+            format!(
+                "{} is already a member or invited; change the role instead",
+                add.email
+            ),
         ));
     }
-    let (mut user, sets_credential) = match existing {
-        None => {
-            let user = User {
-                id: UserId::generate(),
-                email: add.email.clone(),
-                password_hash: String::new(),
-                created_at: add.now,
-            };
-            db::insert_user(txn, &user)?;
-            (user, true)
+    let existing = match db::find_user_by_email(txn, &add.email)? {
+        // Nobody can sign in to an account with no password and no organisation: it is
+        // replaced by a new one, so its id (and the age it carries) is not handed out again.
+        Some(user)
+            if user.password_hash.is_empty()
+                && db::memberships_of_user(txn, &user.id)?.is_empty() =>
+        {
+            db::remove_user(txn, &user)?;
+            None
         }
-        // Nobody can sign in to an account with no password and no organisation: treat it as
-        // new. Any other account belongs to someone, who keeps their own credentials.
-        Some(user) => {
-            let unclaimed =
-                user.password_hash.is_empty() && db::memberships_of_user(txn, &user.id)?.is_empty();
-            (user, unclaimed)
-        }
+        other => other,
     };
-    let mut invitation = None;
-    if sets_credential {
-        match &add.password_hash {
-            Some(hash) => {
-                user.password_hash = hash.clone();
-                db::update_user(txn, &user)?;
-            }
-            None => {
-                let created = Invitation::new(
-                    add.org.clone(),
-                    user.id.clone(),
-                    add.actor_id.clone(),
-                    add.now,
-                );
-                db::insert_invitation(txn, &add.digest, &created)?;
-                invitation = Some(created);
-            }
+    let membership = match existing {
+        None => {
+            let password_hash = add.password_hash.clone().unwrap_or_default();
+            let user = User::new(add.email.clone(), password_hash, add.now);
+            db::insert_user(txn, &user)?;
+            Membership::active(add.org.clone(), user.id, add.role, add.now)
         }
-    }
-    let membership = Membership {
-        org_id: add.org.clone(),
-        user_id: user.id.clone(),
-        role: add.role,
-        created_at: add.now,
+        // A pending membership under a fresh placeholder id: the account's own id stays unseen.
+        Some(_) => Membership {
+            invitee_email: Some(add.email.clone()),
+            ..Membership::active(add.org.clone(), UserId::generate(), add.role, add.now)
+        },
     };
     db::insert_membership(txn, &membership)?;
-    let detail = json!({"email": user.email, "role": add.role, "invited": invitation.is_some()});
+    let member_id = membership.user_id.clone();
+    let invitation = match add.password_hash {
+        Some(_) => None,
+        None => {
+            let created = Invitation::new(
+                add.org.clone(),
+                member_id.clone(),
+                add.actor_id.clone(),
+                add.now,
+            );
+            db::insert_invitation(txn, &add.digest, &created)?;
+            Some(created)
+        }
+    };
+    let with_password = add.password_hash.is_some();
+    let detail = json!({"email": add.email, "role": add.role, "with_password": with_password});
+    let target = Some(member_id.as_str());
     audit::record(
         txn,
         Some(&add.org),
         &add.actor,
         "member.added",
-        Some(user.id.as_str()),
+        target,
         detail,
         add.now,
     )?;
-    let two_factor_enabled = crate::auth::db::two_factor_enabled(txn, &user.id)?;
     Ok(Added {
-        row: MemberRow {
-            user,
-            membership,
-            two_factor_enabled,
-        },
+        member_id,
+        membership,
         invitation,
     })
+}
+
+/// Whether `email` is a member of `org` already, or has an invitation to it pending.
+fn already_in_org(txn: &WriteTransaction, org: &OrgId, email: &str) -> Result<bool, StoreError> {
+    if let Some(user) = db::find_user_by_email(txn, email)?
+        && db::get_membership(txn, org, &user.id)?.is_some()
+    {
+        return Ok(true);
+    }
+    let pending = db::memberships_of_org(txn, org)?;
+    Ok(pending
+        .iter()
+        .any(|membership| membership.invitee_email.as_deref() == Some(email)))
 }

@@ -8,15 +8,17 @@ pub mod api;
 pub mod api_invitations;
 pub mod api_members;
 pub mod db;
+mod invitation_proof;
 pub mod members;
 pub mod model;
+pub mod operator;
 pub mod roles;
 pub mod setup;
 
 use crate::clock::Clock;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError};
-use model::{InvalidInput, Membership, Org, Plan, Role, User, UserId};
+use model::{InvalidInput, Membership, Org, Plan, Role, User};
 
 /// The org `user create` puts a user in when none is named.
 pub const DEFAULT_ORG_NAME: &str = "default";
@@ -31,6 +33,8 @@ pub enum AccountsError {
     OrgNameTaken(String),
     #[error("no organisation {0:?}")]
     OrgNotFound(String),
+    #[error("no user with e-mail {0}")]
+    UserNotFound(String),
     #[error("the setup token is missing, wrong or expired")]
     InvalidSetupToken,
     #[error("setup is already complete: sign in instead")]
@@ -48,7 +52,9 @@ impl From<AccountsError> for ApiError {
             AccountsError::Invalid(_) => ApiError::new(ErrorCode::InvalidPayload, detail),
             AccountsError::EmailTaken(_) => ApiError::new(ErrorCode::EmailTaken, detail),
             AccountsError::OrgNameTaken(_) => ApiError::new(ErrorCode::OrgNameTaken, detail),
-            AccountsError::OrgNotFound(_) => ApiError::new(ErrorCode::NotFound, detail),
+            AccountsError::OrgNotFound(_) | AccountsError::UserNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, detail)
+            }
             AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
             AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
             AccountsError::Store(store) => ApiError::from(store),
@@ -96,16 +102,19 @@ struct PreparedUser {
     org_name: String,
 }
 
+/// Checks a password an operator or a new user typed and hashes it off the async reactor.
+async fn hash_new_password(password: String) -> Result<String, AccountsError> {
+    model::validate_password(&password)?;
+    tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
+        .await
+        .map_err(|err| AccountsError::Internal(err.to_string()))?
+        .map_err(AccountsError::Internal)
+}
+
 async fn prepare_user(new: NewUser) -> Result<PreparedUser, AccountsError> {
     let email = model::normalize_email(&new.email)?;
-    model::validate_password(&new.password)?;
     let org_name = model::normalize_org_name(new.org_name.as_deref().unwrap_or(DEFAULT_ORG_NAME))?;
-    let password = new.password;
-    let password_hash =
-        tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
-            .await
-            .map_err(|err| AccountsError::Internal(err.to_string()))?
-            .map_err(AccountsError::Internal)?;
+    let password_hash = hash_new_password(new.password).await?;
     Ok(PreparedUser {
         email,
         password_hash,
@@ -129,19 +138,9 @@ fn write_user(
             org
         }
     };
-    let user = User {
-        id: UserId::generate(),
-        email: prepared.email.clone(),
-        password_hash: prepared.password_hash.clone(),
-        created_at: now,
-    };
+    let user = User::new(prepared.email.clone(), prepared.password_hash.clone(), now);
     db::insert_user(txn, &user)?;
-    let membership = Membership {
-        org_id: org.id.clone(),
-        user_id: user.id.clone(),
-        role: prepared.role,
-        created_at: now,
-    };
+    let membership = Membership::active(org.id.clone(), user.id.clone(), prepared.role, now);
     db::insert_membership(txn, &membership)?;
     // Once any user exists the first-run setup link is dead: retire it in the same commit.
     setup::retire_token(txn)?;

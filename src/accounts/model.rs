@@ -139,10 +139,27 @@ pub struct User {
     /// Argon2id PHC string.
     pub password_hash: String,
     pub created_at: Timestamp,
+    /// Set by the operator (`lookout user disable`): the account signs in no more and its
+    /// sessions and API keys are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_at: Option<Timestamp>,
 }
 
 impl Record for User {
     const KIND: &'static str = "user";
+}
+
+impl User {
+    /// A new account with a fresh id; an empty `password_hash` means "invited, no password yet".
+    pub fn new(email: String, password_hash: String, now: Timestamp) -> User {
+        User {
+            id: UserId::generate(),
+            email,
+            password_hash,
+            created_at: now,
+            disabled_at: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +168,29 @@ pub struct Membership {
     pub user_id: UserId,
     pub role: Role,
     pub created_at: Timestamp,
+    /// Set while an account that already existed has not accepted its invitation: `user_id`
+    /// is then a placeholder no account has (the account's own id, which tells its age, is
+    /// not shown to an organisation it has not joined), and nobody acts through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invitee_email: Option<String>,
+}
+
+impl Membership {
+    /// A membership that takes effect at once.
+    pub fn active(org_id: OrgId, user_id: UserId, role: Role, now: Timestamp) -> Membership {
+        Membership {
+            org_id,
+            user_id,
+            role,
+            created_at: now,
+            invitee_email: None,
+        }
+    }
+
+    /// Whether this is an existing account's invitation, not yet accepted.
+    pub fn awaits_existing_account(&self) -> bool {
+        self.invitee_email.is_some()
+    }
 }
 
 impl Record for Membership {

@@ -5,7 +5,9 @@
 //! role it would get must be `member` or `viewer`; owners manage everyone; an organisation
 //! never loses its last owner (neither by removal nor by demotion). Permission is judged
 //! before the last-owner rule, so an admin touching an owner hears "forbidden", not a hint
-//! about how many owners there are.
+//! about how many owners there are. Credentials (password, second factor, sessions) of an
+//! account are an org's business only while the account belongs to that org alone and has
+//! joined it; otherwise only the operator changes them, from the command line.
 
 use super::model::Role;
 
@@ -85,6 +87,21 @@ pub fn check_change(
     };
     if current == Role::Owner && loses_owner && owners <= 1 {
         return Err(Refusal::LastOwner);
+    }
+    Ok(())
+}
+
+/// Whether an org's admins may change the credentials of one of its members: not of an
+/// account that has not joined yet (`invited`), nor of one that also belongs to
+/// `other_orgs` other organisations, whose owners rely on the same password and second factor.
+pub fn check_credential_change(invited: bool, other_orgs: usize) -> Result<(), Refusal> {
+    if invited || other_orgs > 0 {
+        return Err(Refusal::Forbidden(
+            "this account has not joined yet or also belongs to another organisation: only the \
+             operator can change its credentials, from the command line (lookout user \
+             reset-password, reset-2fa, unlock, disable)"
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -172,6 +189,15 @@ mod tests {
         assert_eq!(last(MemberChange::ResetTwoFactor), Ok(()));
         // With a second owner the first may go.
         assert_eq!(check_change(Owner, Owner, MemberChange::Remove, 2), Ok(()));
+    }
+
+    #[test]
+    fn credentials_are_changed_only_for_joined_members_of_one_org() {
+        assert_eq!(check_credential_change(false, 0), Ok(()));
+        for (invited, other_orgs) in [(true, 0), (false, 1), (true, 2)] {
+            let refusal = check_credential_change(invited, other_orgs).unwrap_err();
+            assert!(refusal.to_string().contains("operator"), "{refusal}");
+        }
     }
 
     #[test]

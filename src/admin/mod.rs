@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::accounts::model::{Plan, Role};
-use crate::accounts::{self, AccountsError, NewUser};
+use crate::accounts::{self, AccountsError, NewUser, operator};
 use crate::clock::Clock;
 use crate::http::ApiError;
 use crate::store::Store;
@@ -30,6 +30,23 @@ pub enum AdminRequest {
         org: Option<String>,
     },
     UserList,
+    /// Operator recovery (`accounts::operator`): a new password, sessions ended.
+    UserResetPassword {
+        email: String,
+        password: String,
+    },
+    /// The second factor removed, sessions ended.
+    UserResetTwoFactor {
+        email: String,
+    },
+    /// Failed sign-ins forgotten and the lock lifted.
+    UserUnlock {
+        email: String,
+    },
+    /// No more sign-in, sessions ended, API keys revoked.
+    UserDisable {
+        email: String,
+    },
     OrgCreate {
         name: String,
     },
@@ -95,6 +112,9 @@ pub struct AdminContext {
     pub clock: Clock,
     /// The running server's search index; `None` when the CLI opened the data dir itself.
     pub search: Option<crate::search::Search>,
+    /// The running server's authentication, whose in-memory revocations must learn of a
+    /// RegisterUserLogout at once; `None` offline (a server loads them when it starts).
+    pub auth: Option<crate::auth::Auth>,
 }
 
 /// Runs one admin command.
@@ -145,6 +165,22 @@ pub async fn execute(context: &AdminContext, request: AdminRequest) -> Result<Va
                 .collect();
             Ok(json!({"items": items}))
         }
+        AdminRequest::UserResetPassword { email, password } => {
+            let recovered = operator::reset_password(store, &context.clock, &email, password).await;
+            Ok(recovery_json(context, recovered?))
+        }
+        AdminRequest::UserResetTwoFactor { email } => {
+            let recovered = operator::reset_two_factor(store, &context.clock, &email).await;
+            Ok(recovery_json(context, recovered?))
+        }
+        AdminRequest::UserUnlock { email } => {
+            let recovered = operator::unlock(store, &context.clock, &email).await;
+            Ok(recovery_json(context, recovered?))
+        }
+        AdminRequest::UserDisable { email } => {
+            let recovered = operator::disable(store, &context.clock, &email).await;
+            Ok(recovery_json(context, recovered?))
+        }
         AdminRequest::OrgCreate { name } => {
             let org = accounts::create_org(store, &context.clock, &name).await?;
             Ok(org_json(&org))
@@ -177,6 +213,18 @@ pub async fn execute(context: &AdminContext, request: AdminRequest) -> Result<Va
             message: "reindex is streamed by the admin socket server, not run as a command".into(),
         }),
     }
+}
+
+/// Notes ended sessions in the running server, then describes what a recovery did.
+fn recovery_json(context: &AdminContext, recovered: operator::Recovered) -> Value {
+    if let (Some(auth), Some(at)) = (&context.auth, recovered.sessions_ended_at) {
+        auth.revocations().note_user_logout(&recovered.user.id, at);
+    }
+    json!({
+        "user": {"id": recovered.user.id, "email": recovered.user.email},
+        "sessions_ended": recovered.sessions_ended_at.is_some(),
+        "detail": recovered.detail,
+    })
 }
 
 fn org_json(org: &accounts::model::Org) -> Value {

@@ -214,12 +214,21 @@ fn check_csrf(auth: &Auth, parts: &Parts, claims: &Claims) -> Result<(), ApiErro
 
 /// The organisation's policies and the rate limit.
 fn authorize(auth: &Auth, parts: &Parts, caller: &Caller) -> Result<(), ApiError> {
-    let (org, two_factor_enabled, membership) = auth.store().read_blocking(|txn| {
+    let (org, two_factor_enabled, membership, disabled) = auth.store().read_blocking(|txn| {
         let org = accounts::db::get_org(txn, &caller.org_id)?;
         let enabled = db::two_factor_enabled(txn, &caller.user_id)?;
         let membership = accounts::db::get_membership(txn, &caller.org_id, &caller.user_id)?;
-        Ok::<_, StoreError>((org, enabled, membership))
+        let user = accounts::db::get_user(txn, &caller.user_id)?;
+        let disabled = user.is_none_or(|user| user.disabled_at.is_some());
+        Ok::<_, StoreError>((org, enabled, membership, disabled))
     })?;
+    // The operator's `lookout user disable` stops every credential of the account.
+    if disabled {
+        return Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            "this account is disabled",
+        ));
+    }
     let org = org.ok_or_else(|| {
         ApiError::new(ErrorCode::Unauthorized, "the organisation no longer exists")
     })?;

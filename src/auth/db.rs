@@ -77,6 +77,12 @@ pub fn put_login_state(
     }
 }
 
+/// Forgets the failed sign-ins and any lock of `email` (the operator's `lookout user unlock`);
+/// whether there was anything to forget.
+pub fn clear_login_state(txn: &WriteTransaction, email: &str) -> Result<bool, StoreError> {
+    LOGIN_STATES.remove(txn, email)
+}
+
 pub fn put_session_cutoff(
     txn: &WriteTransaction,
     user: &UserId,

@@ -60,7 +60,7 @@ fn policy(auth: &Auth) -> LockoutPolicy {
     }
 }
 
-fn locked_error(until: Timestamp, now: Timestamp) -> ApiError {
+pub(crate) fn locked_error(until: Timestamp, now: Timestamp) -> ApiError {
     let seconds =
         u64::try_from((until.unix_millis() - now.unix_millis()).max(1000) / 1000).unwrap_or(1);
     ApiError::new(
@@ -85,7 +85,9 @@ fn find_account(
     let org_hint = org_hint.map(str::to_string);
     let found = auth.store().read_blocking(|txn| {
         let state = db::login_state(txn, &email)?;
-        let Some(user) = accounts::db::find_user_by_email(txn, &email)? else {
+        // A disabled account signs in no more: it takes the unknown address's path.
+        let found = accounts::db::find_user_by_email(txn, &email)?;
+        let Some(user) = found.filter(|user| user.disabled_at.is_none()) else {
             return Ok::<_, StoreError>((state, None));
         };
         let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
@@ -201,7 +203,7 @@ pub async fn password_login(
 }
 
 /// Counts a failed attempt (and locks when it is the last allowed), with its audit entry.
-async fn record_failure(
+pub(crate) async fn record_failure(
     auth: &Auth,
     key: &str,
     actor: Actor,
@@ -297,6 +299,7 @@ pub async fn complete_second_factor(
     let user = auth
         .store()
         .read_blocking(|txn| accounts::db::get_user(txn, &user_id))?
+        .filter(|user| user.disabled_at.is_none())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
     let key = user.email.clone();
     let policy = policy(auth);

@@ -38,6 +38,7 @@ fn run_here(dir: DataDir, request: AdminRequest) -> anyhow::Result<Value> {
         store: store.clone(),
         clock: Clock::system(),
         search: None,
+        auth: None,
     };
     let result = runtime.block_on(async {
         let result = execute(&context, request).await;

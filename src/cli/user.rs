@@ -1,4 +1,5 @@
-//! `lookout user create|list`.
+//! `lookout user create|list`, and the operator's recovery of one account:
+//! `reset-password|reset-2fa|unlock|disable` (docs/cli.md).
 
 use std::io::BufRead;
 
@@ -32,6 +33,38 @@ pub enum UserCommand {
     },
     /// List users and their organisations
     List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a new password (first line of standard input); the user's sessions end
+    ResetPassword {
+        #[arg(long)]
+        email: String,
+        /// Read the password from the first line of standard input
+        #[arg(long)]
+        password_stdin: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the user's second factor; the user's sessions end
+    #[command(name = "reset-2fa")]
+    ResetTwoFactor {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lift the lock that failed sign-ins put on the account
+    Unlock {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable the account: no sign-in, sessions ended, API keys revoked
+    Disable {
+        #[arg(long)]
+        email: String,
         #[arg(long)]
         json: bool,
     },
@@ -92,7 +125,69 @@ pub fn run(config: &Config, command: UserCommand) -> anyhow::Result<()> {
                 }
             }
         }
+        UserCommand::ResetPassword {
+            email,
+            password_stdin,
+            json,
+        } => {
+            if !password_stdin {
+                bail!("pass the new password on standard input with --password-stdin");
+            }
+            let password = read_password()?;
+            let request = AdminRequest::UserResetPassword { email, password };
+            recover(
+                config,
+                request,
+                "user reset-password",
+                "password reset",
+                json,
+            )?;
+        }
+        UserCommand::ResetTwoFactor { email, json } => {
+            let request = AdminRequest::UserResetTwoFactor { email };
+            recover(
+                config,
+                request,
+                "user reset-2fa",
+                "second factor reset",
+                json,
+            )?;
+        }
+        UserCommand::Unlock { email, json } => {
+            let request = AdminRequest::UserUnlock { email };
+            recover(config, request, "user unlock", "unlocked", json)?;
+        }
+        UserCommand::Disable { email, json } => {
+            let request = AdminRequest::UserDisable { email };
+            recover(config, request, "user disable", "disabled", json)?;
+        }
     }
+    Ok(())
+}
+
+/// Runs one recovery command and prints what it did.
+fn recover(
+    config: &Config,
+    request: AdminRequest,
+    holder: &str,
+    done: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let result = run_admin(&config.data_dir, request, holder)?;
+    if json {
+        println!("{result}");
+        return Ok(());
+    }
+    let sessions = if result["sessions_ended"] == true {
+        "; every session ended"
+    } else {
+        ""
+    };
+    println!(
+        "{done}: {} <{}>{sessions}",
+        text(&result["user"]["id"]),
+        text(&result["user"]["email"]),
+    );
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Members (CONTRACT.md section 2, "roles" and "members"): listing and adding, who may change
 //! or remove whom (every pair of roles), the last owner, RegisterUserLogout on a role change,
 //! a removal and a second-factor reset, API keys of a demoted or removed issuer, and
-//! invitations. `member_rows`, `add_member` and `audit_items` are shared with `auth_org.rs`.
+//! invitations (existing accounts across organisations: `auth_cross_org.rs`). `member_rows`, `add_member` and `audit_items` are shared with `auth_org.rs`.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -196,10 +196,10 @@ fn members_are_listed_added_and_paged() {
 }
 
 #[test]
-fn an_existing_account_joins_with_its_own_password() {
+fn an_existing_account_keeps_its_password_and_joins_only_by_accepting() {
     let (server, owner) = server_with_owner();
     add_user_in(&server, "eve@example.com", "owner", Some("elsewhere"));
-    // A password sent for an existing account is ignored: it belongs to someone else.
+    // A password sent for an existing account is never applied: it belongs to someone else.
     let reply = add_member(
         &server,
         &owner,
@@ -208,16 +208,24 @@ fn an_existing_account_joins_with_its_own_password() {
         Some("another password"),
     );
     assert_eq!(reply.status, 201, "{}", text(&reply.body));
-    assert_eq!(reply.json()["status"], "active");
+    assert_eq!(
+        reply.json()["status"],
+        "active",
+        "the same answer as a new account"
+    );
     assert!(reply.json().get("invite_url").is_none());
     let sign_in_to = |password: &str| {
         let body = json!({"email": "eve@example.com", "password": password, "org": "default"});
         send(http().post(server.url("/api/v1/auth/login")).json(&body))
     };
     sign_in_to("another password").problem(401, "invalid_credentials");
-    let eve = sign_in_to(PASSWORD);
-    assert_eq!(eve.status, 200, "{}", text(&eve.body));
-    assert_eq!(eve.json()["role"], "viewer");
+    // Not a member until eve accepts an invitation as herself.
+    sign_in_to(PASSWORD).problem(401, "invalid_credentials");
+    let rows = member_rows(&server, &owner);
+    assert!(
+        rows.contains(&("eve@example.com".into(), "viewer".into(), "invited".into())),
+        "{rows:?}"
+    );
 }
 
 /// Every (actor, target's role, new role) triple, for owners and admins acting through API
@@ -415,11 +423,16 @@ fn a_demoted_issuers_key_acts_with_the_new_role_and_a_removed_issuers_key_stops(
         json!({"role": "member", "api_keys_revoked": 1})
     );
 
-    // Re-added, the user signs in with their own password, but the old key stays dead.
-    assert_eq!(
-        add_member(&server, &owner, "ari@example.com", "admin", None).status,
-        201
-    );
+    // Re-added, the user accepts with their own password, but the old key stays dead.
+    let invited = add_member(&server, &owner, "ari@example.com", "admin", None);
+    assert_eq!(invited.status, 201, "{}", text(&invited.body));
+    let url = invited.json()["invite_url"].as_str().unwrap().to_string();
+    let token = url.split("token=").nth(1).unwrap();
+    let body = json!({"token": token, "password": PASSWORD});
+    let accepted = http()
+        .post(server.url("/api/v1/auth/invitations/accept"))
+        .json(&body);
+    assert_eq!(send(accepted).status, 200);
     assert_eq!(sign_in(&server, "ari@example.com").body["role"], "admin");
     send(bearer(&server, &key, Method::GET, "/api/v1/services")).problem(401, "invalid_api_key");
 }
@@ -529,7 +542,10 @@ fn an_invitation_sets_the_password_once() {
     assert_eq!(delete(&server, &owner, &member_path(&gus_id)).status, 204);
     accept(&first_token, PASSWORD).problem(401, "invalid_invitation");
     let (again_id, second_token) = invite_gus();
-    assert_eq!(again_id, gus_id, "the same account");
+    assert_ne!(
+        again_id, gus_id,
+        "an unclaimed account is replaced, its id not handed out"
+    );
     accept(&first_token, PASSWORD).problem(401, "invalid_invitation");
     assert_eq!(accept(&second_token, PASSWORD).status, 200);
 }

@@ -1,0 +1,85 @@
+//! How an account that already existed proves who it is when it accepts an invitation without
+//! a session: its own password, then its second factor when it has one. Used by
+//! `api_invitations.rs` only.
+//!
+//! Invariants: the checks are those of sign-in and share its bookkeeping — a locked account is
+//! refused (423) before any password is evaluated, a wrong password or code counts as a failed
+//! sign-in of that e-mail (and may lock it), and a code works once. Failures are filed under
+//! no organisation: the inviting org must not learn the account's id or where it belongs.
+
+use std::net::IpAddr;
+
+use super::model::User;
+use crate::auth::audit::Actor;
+use crate::auth::{Auth, db, login, password, totp};
+use crate::http::{ApiError, ErrorCode};
+use crate::store::StoreError;
+
+/// Checks `password` (and `code` when the account has a second factor) for `account`.
+pub async fn prove(
+    auth: &Auth,
+    account: &User,
+    password: String,
+    code: Option<String>,
+    client: IpAddr,
+) -> Result<(), ApiError> {
+    let now = auth.clock().now();
+    let key = account.email.clone();
+    let (state, two_factor) = {
+        let (key, user) = (key.clone(), account.id.clone());
+        auth.store()
+            .read(move |txn| {
+                let state = db::login_state(txn, &key)?;
+                Ok::<_, StoreError>((state, db::two_factor_enabled(txn, &user)?))
+            })
+            .await?
+    };
+    if let Some(until) = state.locked_at(now) {
+        return Err(login::locked_error(until, now));
+    }
+    // An account without a password (itself still invited elsewhere) is checked against the
+    // dummy hash, so it takes as long and fails.
+    let stored = if account.password_hash.is_empty() {
+        auth.dummy_password_hash().to_string()
+    } else {
+        account.password_hash.clone()
+    };
+    let matches =
+        tokio::task::spawn_blocking(move || password::verify_password(&password, &stored))
+            .await
+            .map_err(ApiError::internal)?;
+    let actor = Actor {
+        user_id: None,
+        email: Some(key.clone()),
+        ip: Some(client.to_string()),
+    };
+    if !matches || account.password_hash.is_empty() {
+        login::record_failure(auth, &key, actor, None, "login.failed").await?;
+        return Err(ApiError::new(
+            ErrorCode::InvalidCredentials,
+            "wrong e-mail or password",
+        ));
+    }
+    if !two_factor {
+        return Ok(());
+    }
+    let code = code.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidCode,
+            "this account has a second factor: send `code` too",
+        )
+    })?;
+    let user = account.id.clone();
+    let accepted = auth
+        .store()
+        .write(move |txn| totp::verify_and_consume(txn, &user, &code, now))
+        .await?;
+    if !accepted {
+        login::record_failure(auth, &key, actor, None, "login.second_factor_failed").await?;
+        return Err(ApiError::new(
+            ErrorCode::InvalidCode,
+            "wrong, expired or already used code",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! Operator recovery of one account, whatever organisations it belongs to: a new password, the
+//! second factor removed, the sign-in lock lifted, the account disabled (`lookout user
+//! reset-password|reset-2fa|unlock|disable`, docs/cli.md). Only the operator holds these
+//! powers: an organisation's admins act on credentials only of accounts that belong to their
+//! organisation alone (`roles::check_credential_change`).
+//!
+//! Invariants: each change, its RegisterUserLogout (password, second factor, disable) and its
+//! audit entries commit in one write; the entry goes to the audit log of every organisation the
+//! account belongs to (under no organisation when it has none), so each org's admins see what
+//! the operator did to their member. The caller notes the returned cutoff in the running
+//! server's memory after the commit (`admin::execute`).
+
+use redb::WriteTransaction;
+use serde_json::{Value, json};
+
+use super::model::{User, normalize_email};
+use super::{AccountsError, db, hash_new_password};
+use crate::auth::audit::{self, Actor};
+use crate::auth::revocation::Revocations;
+use crate::clock::{Clock, Timestamp};
+use crate::store::Store;
+
+/// What a recovery command did to an account.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    pub user: User,
+    /// When the account's sessions were ended (RegisterUserLogout), if they were.
+    pub sessions_ended_at: Option<Timestamp>,
+    /// What changed, for the command's output and the audit entry.
+    pub detail: Value,
+}
+
+/// Sets a new password; every session of the account ends.
+pub async fn reset_password(
+    store: &Store,
+    clock: &Clock,
+    email: &str,
+    password: String,
+) -> Result<Recovered, AccountsError> {
+    let email = normalize_email(email)?;
+    let password_hash = hash_new_password(password).await?;
+    let now = clock.now();
+    store
+        .write(move |txn| {
+            let mut user = account(txn, &email)?;
+            user.password_hash = password_hash.clone();
+            db::update_user(txn, &user)?;
+            end_sessions_and_record(txn, user, "user.password_reset", json!({}), now)
+        })
+        .await
+}
+
+/// Removes the second factor, if any; every session of the account ends.
+pub async fn reset_two_factor(
+    store: &Store,
+    clock: &Clock,
+    email: &str,
+) -> Result<Recovered, AccountsError> {
+    let email = normalize_email(email)?;
+    let now = clock.now();
+    store
+        .write(move |txn| {
+            let user = account(txn, &email)?;
+            let removed = crate::auth::db::remove_two_factor(txn, &user.id)?;
+            let detail = json!({"two_factor_removed": removed});
+            end_sessions_and_record(txn, user, "two_factor.reset", detail, now)
+        })
+        .await
+}
+
+/// Forgets the failed sign-ins of the account and lifts its lock; sessions go on.
+pub async fn unlock(store: &Store, clock: &Clock, email: &str) -> Result<Recovered, AccountsError> {
+    let email = normalize_email(email)?;
+    let now = clock.now();
+    store
+        .write(move |txn| {
+            let user = account(txn, &email)?;
+            let cleared = crate::auth::db::clear_login_state(txn, &user.email)?;
+            let detail = json!({"login_state_cleared": cleared});
+            record_everywhere(txn, &user, "login.unlocked", &detail, now)?;
+            Ok(Recovered {
+                user,
+                sessions_ended_at: None,
+                detail,
+            })
+        })
+        .await
+}
+
+/// Disables the account: it signs in no more, every session ends and every API key it issued
+/// is revoked, in every organisation.
+pub async fn disable(
+    store: &Store,
+    clock: &Clock,
+    email: &str,
+) -> Result<Recovered, AccountsError> {
+    let email = normalize_email(email)?;
+    let now = clock.now();
+    store
+        .write(move |txn| {
+            let mut user = account(txn, &email)?;
+            user.disabled_at.get_or_insert(now);
+            db::update_user(txn, &user)?;
+            let mut revoked_keys = 0;
+            for membership in db::memberships_of_user(txn, &user.id)? {
+                for mut key in crate::auth::db::api_keys_of_org(txn, &membership.org_id)? {
+                    if key.user_id == user.id && key.revoked_at.is_none() {
+                        key.revoked_at = Some(now);
+                        crate::auth::db::update_api_key(txn, &key)?;
+                        revoked_keys += 1;
+                    }
+                }
+            }
+            let detail = json!({"api_keys_revoked": revoked_keys});
+            end_sessions_and_record(txn, user, "user.disabled", detail, now)
+        })
+        .await
+}
+
+/// The account of a normalised e-mail, or the operator's error naming it.
+fn account(txn: &WriteTransaction, email: &str) -> Result<User, AccountsError> {
+    db::find_user_by_email(txn, email)?.ok_or_else(|| AccountsError::UserNotFound(email.into()))
+}
+
+/// RegisterUserLogout for `user` and the audit entries of `action`.
+fn end_sessions_and_record(
+    txn: &WriteTransaction,
+    user: User,
+    action: &str,
+    detail: Value,
+    now: Timestamp,
+) -> Result<Recovered, AccountsError> {
+    Revocations::write_user_logout(txn, &user.id, now)?;
+    record_everywhere(txn, &user, action, &detail, now)?;
+    Ok(Recovered {
+        user,
+        sessions_ended_at: Some(now),
+        detail,
+    })
+}
+
+/// One audit entry of `action` on `user` in each of its organisations (or under none).
+fn record_everywhere(
+    txn: &WriteTransaction,
+    user: &User,
+    action: &str,
+    detail: &Value,
+    now: Timestamp,
+) -> Result<(), AccountsError> {
+    // The operator is nobody's account: the entry says "operator" in its detail instead.
+    let operator = Actor {
+        user_id: None,
+        email: None,
+        ip: None,
+    };
+    let mut entry = detail.clone();
+    entry["by"] = json!("operator");
+    let orgs: Vec<_> = db::memberships_of_user(txn, &user.id)?
+        .into_iter()
+        .map(|membership| Some(membership.org_id))
+        .collect();
+    let orgs = if orgs.is_empty() { vec![None] } else { orgs };
+    for org in &orgs {
+        let target = Some(user.id.as_str());
+        audit::record(
+            txn,
+            org.as_ref(),
+            &operator,
+            action,
+            target,
+            entry.clone(),
+            now,
+        )?;
+    }
+    Ok(())
+}
