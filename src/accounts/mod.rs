@@ -101,11 +101,9 @@ async fn prepare_user(new: NewUser) -> Result<PreparedUser, AccountsError> {
     model::validate_password(&new.password)?;
     let org_name = model::normalize_org_name(new.org_name.as_deref().unwrap_or(DEFAULT_ORG_NAME))?;
     let password = new.password;
-    let password_hash =
-        tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
-            .await
-            .map_err(|err| AccountsError::Internal(err.to_string()))?
-            .map_err(AccountsError::Internal)?;
+    let password_hash = crate::auth::password::hash_bounded(password)
+        .await
+        .map_err(|err| AccountsError::Internal(err.to_string()))?;
     Ok(PreparedUser {
         email,
         password_hash,
