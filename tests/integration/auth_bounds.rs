@@ -196,6 +196,7 @@ fn audit_entries_past_their_retention_are_swept() {
         .data_dir(&first.data_dir)
         .env("AUDIT_RETENTION_DAYS", "1")
         .env("LOOKOUT_CLOCK_OFFSET_SECONDS", &two_days)
+        .env("API_RATE_PER_MIN", "100000")
         .start();
     let owner = sign_in(&later, "ada@example.com");
     wait_for("the audit sweep", Duration::from_secs(30), || {
