@@ -108,3 +108,42 @@ pub fn count_failure(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::auth::model::tests::POLICY;
+    use crate::store::{RecordTable, Scan, tables};
+
+    #[test]
+    fn failures_of_a_window_are_one_entry_and_the_next_window_opens_another() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let txn = database.begin_write().unwrap();
+        let actor = Actor::default();
+        let failure = FailedSignIn {
+            org: None,
+            actor: &actor,
+            action: "login.failed",
+            target: Some("ada@example.com"),
+        };
+        let mut state = LoginState::default();
+        let start = Timestamp(1_000_000);
+        for second in 0..3 {
+            let at = start.plus(Duration::from_secs(second));
+            count_failure(&txn, &mut state, &failure, at, &POLICY).unwrap();
+        }
+        let next_window = start.plus(Duration::from_secs(61));
+        count_failure(&txn, &mut state, &failure, next_window, &POLICY).unwrap();
+        let events: RecordTable<AuditEvent> = RecordTable::new(tables::AUDIT_EVENTS);
+        let mut counts: Vec<_> = events
+            .scan(&txn, Scan::all())
+            .unwrap()
+            .into_iter()
+            .map(|(_, event)| (event.at, event.detail["count"].as_u64()))
+            .collect();
+        counts.sort();
+        assert_eq!(counts, [(start, Some(3)), (next_window, Some(1))]);
+    }
+}

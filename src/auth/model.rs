@@ -206,11 +206,12 @@ impl Record for AuditEvent {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    const POLICY: LockoutPolicy = LockoutPolicy {
+    /// Three failures within a minute lock for five minutes; shared by the auth unit tests.
+    pub(crate) const POLICY: LockoutPolicy = LockoutPolicy {
         max_failures: 3,
         window: Duration::from_secs(60),
         lockout: Duration::from_secs(300),

@@ -86,14 +86,10 @@ mod tests {
 
     use super::*;
     use crate::auth::audit::{self, Actor};
-    use crate::auth::model::{LockoutPolicy, LoginState};
+    use crate::auth::model::LoginState;
+    use crate::auth::model::tests::POLICY;
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
-    const POLICY: LockoutPolicy = LockoutPolicy {
-        max_failures: 3,
-        window: Duration::from_secs(60),
-        lockout: Duration::from_secs(300),
-    };
 
     #[test]
     fn steps_are_bounded_and_only_expired_rows_go() {
