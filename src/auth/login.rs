@@ -95,45 +95,48 @@ fn lockout_key(email: &str) -> Result<String, ApiError> {
 }
 
 /// Reads the account of `email` in `org_hint` (id or name) or its oldest membership.
-fn find_account(
+async fn find_account(
     auth: &Auth,
     email: &str,
     org_hint: Option<&str>,
 ) -> Result<(LoginState, Option<Account>), ApiError> {
     let email = email.to_string();
     let org_hint = org_hint.map(str::to_string);
-    let found = auth.store().read_blocking(|txn| {
-        let state = db::login_state(txn, &email)?;
-        let Some(user) = accounts::db::find_user_by_email(txn, &email)? else {
-            return Ok::<_, StoreError>((state, None));
-        };
-        let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
-        let chosen = match &org_hint {
-            Some(hint) => {
-                let org = accounts::db::find_org(txn, hint)?;
-                memberships
-                    .into_iter()
-                    .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
-            }
-            None => memberships.into_iter().min_by_key(|m| m.created_at),
-        };
-        let Some(membership) = chosen else {
-            return Ok((state, None));
-        };
-        let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
-            return Ok((state, None));
-        };
-        let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
-        Ok((
-            state,
-            Some(Account {
-                user,
-                membership,
-                org,
-                two_factor_enabled,
-            }),
-        ))
-    })?;
+    let found = auth
+        .store()
+        .read(move |txn| {
+            let state = db::login_state(txn, &email)?;
+            let Some(user) = accounts::db::find_user_by_email(txn, &email)? else {
+                return Ok::<_, StoreError>((state, None));
+            };
+            let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
+            let chosen = match &org_hint {
+                Some(hint) => {
+                    let org = accounts::db::find_org(txn, hint)?;
+                    memberships
+                        .into_iter()
+                        .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
+                }
+                None => memberships.into_iter().min_by_key(|m| m.created_at),
+            };
+            let Some(membership) = chosen else {
+                return Ok((state, None));
+            };
+            let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
+                return Ok((state, None));
+            };
+            let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
+            Ok((
+                state,
+                Some(Account {
+                    user,
+                    membership,
+                    org,
+                    two_factor_enabled,
+                }),
+            ))
+        })
+        .await?;
     Ok(found)
 }
 
@@ -149,7 +152,7 @@ pub async fn password_login(
     // Held until the outcome is written, so the next attempt of this e-mail sees it.
     let _turn = auth.account_locks().turn(&key).await;
     let now = auth.clock().now();
-    let (state, account) = find_account(auth, &key, org_hint)?;
+    let (state, account) = find_account(auth, &key, org_hint).await?;
     if let Some(until) = state.locked_at(now) {
         return Err(locked_error(until, now));
     }
