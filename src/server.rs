@@ -261,6 +261,7 @@ pub async fn run(
     let bound: SocketAddr = listener.local_addr()?;
     let base_url = config.effective_base_url(bound);
     let clock = Clock::system();
+    clock.advance(config.clock_offset);
     let config = Arc::new(config);
     let auth = Auth::new(store.clone(), clock.clone(), &config, jwt_key, &base_url)
         .await
@@ -366,13 +367,14 @@ pub async fn run(
     Ok(())
 }
 
-/// Once a minute: forget expired revocations and idle rate-limit buckets.
+/// Once a minute (the first at start-up): forget expired revocations and idle rate-limit
+/// buckets, sweep expired login states and audit entries past their retention.
 fn spawn_housekeeping(auth: Auth) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
-            auth.housekeeping();
+            auth.housekeeping().await;
         }
     })
 }

@@ -4,8 +4,10 @@
 //!
 //! Invariants: the checks are those of sign-in and share its bookkeeping — a locked account is
 //! refused (423) before any password is evaluated, a wrong password or code counts as a failed
-//! sign-in of that e-mail (and may lock it), and a code works once. Failures are filed under
-//! no organisation: the inviting org must not learn the account's id or where it belongs.
+//! sign-in of that e-mail (and may lock it), and a code works once. The whole check holds the
+//! e-mail's sign-in turn (`auth::account_locks`) and hashes on the bounded hashing pool.
+//! Failures are filed under no organisation: the inviting org must not learn the account's id
+//! or where it belongs.
 
 use std::net::IpAddr;
 
@@ -23,8 +25,11 @@ pub async fn prove(
     code: Option<String>,
     client: IpAddr,
 ) -> Result<(), ApiError> {
-    let now = auth.clock().now();
     let key = account.email.clone();
+    // Sign-in's turn for this e-mail, held until the outcome is written, so parallel accepts
+    // and sign-ins together evaluate at most the lockout limit of passwords.
+    let _turn = auth.account_locks().turn(&key).await;
+    let now = auth.clock().now();
     let (state, two_factor) = {
         let (key, user) = (key.clone(), account.id.clone());
         auth.store()
@@ -44,10 +49,7 @@ pub async fn prove(
     } else {
         account.password_hash.clone()
     };
-    let matches =
-        tokio::task::spawn_blocking(move || password::verify_password(&password, &stored))
-            .await
-            .map_err(ApiError::internal)?;
+    let matches = password::verify_bounded(password, stored).await?;
     let actor = Actor {
         user_id: None,
         email: Some(key.clone()),

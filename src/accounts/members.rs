@@ -117,10 +117,8 @@ pub fn authorize_credential_change(
 /// Checks a password typed for a new account and hashes it off the async reactor.
 pub async fn hash_password(password: String) -> Result<String, ApiError> {
     validate_password(&password).map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?;
-    tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
+    // On the bounded hashing pool: 503 `overloaded` when its queue is full.
+    Ok(crate::auth::password::hash_bounded(password).await?)
 }
 
 /// What `add_member` decided inside its transaction: the same shape whether the e-mail had an

@@ -41,6 +41,8 @@ pub enum AccountsError {
     SetupCompleted,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Hashing(#[from] crate::auth::hashing_pool::HashingError),
     #[error("{0}")]
     Internal(String),
 }
@@ -58,6 +60,7 @@ impl From<AccountsError> for ApiError {
             AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
             AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
             AccountsError::Store(store) => ApiError::from(store),
+            AccountsError::Hashing(hashing) => ApiError::from(hashing),
             AccountsError::Internal(cause) => ApiError::internal(cause),
         }
     }
@@ -105,10 +108,9 @@ struct PreparedUser {
 /// Checks a password an operator or a new user typed and hashes it off the async reactor.
 async fn hash_new_password(password: String) -> Result<String, AccountsError> {
     model::validate_password(&password)?;
-    tokio::task::spawn_blocking(move || crate::auth::password::hash_password(&password))
+    crate::auth::password::hash_bounded(password)
         .await
-        .map_err(|err| AccountsError::Internal(err.to_string()))?
-        .map_err(AccountsError::Internal)
+        .map_err(AccountsError::from)
 }
 
 async fn prepare_user(new: NewUser) -> Result<PreparedUser, AccountsError> {

@@ -2,8 +2,9 @@
 //! logout-everywhere, `me`, and TOTP enrolment (CONTRACT.md section 2).
 
 use axum::Json;
-use axum::extract::{FromRef, State};
+use axum::extract::{FromRef, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use serde::{Deserialize, Serialize};
@@ -16,11 +17,11 @@ use super::audit;
 use super::login::{self, LoginOutcome, SignedIn};
 use super::revocation::Revocations;
 use super::tokens::LOGIN_TOKEN_TTL;
-use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db};
+use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db, password};
 use crate::accounts;
 use crate::accounts::model::{Plan, Role};
 use crate::http::error::Problem;
-use crate::http::{ApiError, ApiJson, ClientAddr, ErrorCode};
+use crate::http::{ApiError, ApiJson, BodyRules, ClientAddr, ErrorCode};
 use crate::store::StoreError;
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -28,13 +29,42 @@ where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
 {
-    OpenApiRouter::new()
+    // The two routes anyone may call get the small body limit; the rest keep the API's.
+    let sign_in = OpenApiRouter::new()
         .routes(routes!(login_handler))
         .routes(routes!(complete_second_factor))
+        .route_layer(axum::middleware::from_fn(limit_sign_in_body));
+    OpenApiRouter::new()
+        .merge(sign_in)
         .routes(routes!(logout))
         .routes(routes!(logout_everywhere))
         .routes(routes!(me))
         .routes(routes!(change_password))
+}
+
+/// The largest sign-in body (login, 2FA complete), in bytes: an e-mail, a password of at most
+/// 1024 characters and an organisation fit many times over.
+pub const SIGN_IN_MAX_BODY_BYTES: usize = 8 * 1024;
+
+/// Caps the body of a sign-in route at `SIGN_IN_MAX_BODY_BYTES`: a declared length over it
+/// is 413 `body_too_large` before anything is read, and the read itself stops at the cap.
+async fn limit_sign_in_body(mut request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > SIGN_IN_MAX_BODY_BYTES as u64) {
+        return ApiError::new(
+            ErrorCode::BodyTooLarge,
+            format!("a sign-in body may have at most {SIGN_IN_MAX_BODY_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    if let Some(rules) = request.extensions_mut().get_mut::<BodyRules>() {
+        rules.max_bytes = rules.max_bytes.min(SIGN_IN_MAX_BODY_BYTES);
+    }
+    next.run(request).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -151,8 +181,11 @@ fn session_response(auth: &Auth, signed: SignedIn) -> Response {
 #[utoipa::path(post, path = "/api/v1/auth/login", tag = "auth", request_body = LoginRequest,
     responses(
         (status = 200, description = "signed in (cookies set), or a second factor is required", body = SessionResponse),
+        (status = 400, description = "invalid_email: not an address, or over 254 bytes", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "invalid_credentials", body = Problem, content_type = "application/problem+json"),
         (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "body_too_large: over 8 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "overloaded: too many passwords being checked (Retry-After)", body = Problem, content_type = "application/problem+json"),
     ))]
 async fn login_handler(
     State(auth): State<Auth>,
@@ -200,6 +233,7 @@ pub struct CompleteRequest {
         (status = 200, body = SessionResponse),
         (status = 401, description = "invalid_code or a bad login token", body = Problem, content_type = "application/problem+json"),
         (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "body_too_large: over 8 KiB", body = Problem, content_type = "application/problem+json"),
     ))]
 async fn complete_second_factor(
     State(auth): State<Auth>,
@@ -337,21 +371,13 @@ async fn change_password(
         user.password_hash.clone(),
         request.new_password,
     );
-    let new_hash = tokio::task::spawn_blocking(move || {
-        if !super::password::verify_password(&current, &stored) {
-            return Ok(None);
-        }
-        super::password::hash_password(&new).map(Some)
-    })
-    .await
-    .map_err(ApiError::internal)?
-    .map_err(ApiError::internal)?
-    .ok_or_else(|| {
-        ApiError::new(
+    if !password::verify_bounded(current, stored).await? {
+        return Err(ApiError::new(
             ErrorCode::InvalidCredentials,
             "the current password is wrong",
-        )
-    })?;
+        ));
+    }
+    let new_hash = password::hash_bounded(new).await?;
     let now = auth.clock().now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
     let mut updated = user;

@@ -3,9 +3,12 @@
 use redb::WriteTransaction;
 
 use super::model::{
-    ApiKey, ApiKeyId, AuditEvent, AuditId, LoginState, RevokedSession, SessionCutoff, TwoFactor,
+    ApiKey, ApiKeyId, AuditEvent, AuditId, LockoutPolicy, LoginState, RevokedSession,
+    SessionCutoff, TwoFactor,
 };
 use crate::accounts::model::{OrgId, UserId};
+use crate::clock::Timestamp;
+use crate::store::codec::Record;
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
 
 const API_KEYS: RecordTable<ApiKey> = RecordTable::new(tables::API_KEYS);
@@ -77,10 +80,73 @@ pub fn put_login_state(
     }
 }
 
-/// Forgets the failed sign-ins and any lock of `email` (the operator's `lookout user unlock`);
-/// whether there was anything to forget.
-pub fn clear_login_state(txn: &WriteTransaction, email: &str) -> Result<bool, StoreError> {
-    LOGIN_STATES.remove(txn, email)
+/// Removes the lockout state of `email_key` (a normalised e-mail): the account is unlocked
+/// and its failure count starts again. Whether there was a state to remove.
+pub fn clear_login_state(txn: &WriteTransaction, email_key: &str) -> Result<bool, StoreError> {
+    LOGIN_STATES.remove(txn, email_key)
+}
+
+/// What one bounded step of a sweep did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepStep {
+    pub removed: usize,
+    /// The key to resume after; `None` once the end of the table was reached.
+    pub resume_after: Option<String>,
+}
+
+/// Looks at up to `limit` rows of `table` after the key `after` and removes those `expired`
+/// says are; a step never reads more than `limit` rows, so the writer is held briefly.
+fn sweep_step<R: Record>(
+    table: &RecordTable<R>,
+    txn: &WriteTransaction,
+    after: Option<&str>,
+    limit: usize,
+    expired: impl Fn(&R) -> bool,
+) -> Result<SweepStep, StoreError> {
+    let rows = table.scan(
+        txn,
+        Scan {
+            prefix: "",
+            after,
+            limit,
+        },
+    )?;
+    let mut removed = 0;
+    for (key, record) in &rows {
+        if expired(record) && table.remove(txn, key)? {
+            removed += 1;
+        }
+    }
+    let resume_after = (rows.len() == limit)
+        .then(|| rows.last().map(|(key, _)| key.clone()))
+        .flatten();
+    Ok(SweepStep {
+        removed,
+        resume_after,
+    })
+}
+
+/// One step of the login-state sweep: removes states that expired by `now` under `policy`.
+pub fn sweep_login_states(
+    txn: &WriteTransaction,
+    after: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+    policy: &LockoutPolicy,
+) -> Result<SweepStep, StoreError> {
+    sweep_step(&LOGIN_STATES, txn, after, limit, |state| {
+        state.expires_at(policy) <= now
+    })
+}
+
+/// One step of the audit retention sweep: removes entries older than `cutoff`.
+pub fn sweep_audit_events(
+    txn: &WriteTransaction,
+    after: Option<&str>,
+    limit: usize,
+    cutoff: Timestamp,
+) -> Result<SweepStep, StoreError> {
+    sweep_step(&AUDIT_EVENTS, txn, after, limit, |event| event.at < cutoff)
 }
 
 pub fn put_session_cutoff(
@@ -147,6 +213,16 @@ fn audit_owner(org: Option<&OrgId>) -> &str {
 pub fn insert_audit_event(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StoreError> {
     let key = tables::composite_key(audit_owner(event.org_id.as_ref()), event.id.as_str());
     AUDIT_EVENTS.insert(txn, &key, event)
+}
+
+/// One event by its organisation (`None`: filed under `-`) and id.
+pub fn get_audit_event(
+    txn: &impl ReadTxn,
+    org: Option<&OrgId>,
+    id: &AuditId,
+) -> Result<Option<AuditEvent>, StoreError> {
+    let key = tables::composite_key(audit_owner(org), id.as_str());
+    AUDIT_EVENTS.get(txn, &key)
 }
 
 /// An organisation's events, oldest first, after the event id `after` when given.

@@ -7,6 +7,12 @@
 //! the client address. A decision and its bookkeeping (failure count, lock, audit entry,
 //! consumed code) commit together, and a rejected attempt is still recorded: the write
 //! closures report rejection as a value, never as an error (an error would roll it back).
+//!
+//! Bounds: an e-mail that is not an address (or is over 254 bytes) is refused with 400
+//! `invalid_email` before anything is read or written. The decisions of one e-mail take turns
+//! (`account_locks.rs`): the lock is re-read after the previous decision was written, so at
+//! most `LOGIN_MAX_FAILURES` passwords or codes are evaluated per window however many arrive
+//! at once. argon2 runs on the bounded hashing pool (503 `overloaded` when its queue is full).
 
 use std::net::IpAddr;
 
@@ -51,7 +57,10 @@ struct Account {
     two_factor_enabled: bool,
 }
 
-fn policy(auth: &Auth) -> LockoutPolicy {
+/// The longest e-mail accepted, in bytes (RFC 5321's path limit less the angle brackets).
+pub const MAX_EMAIL_BYTES: usize = 254;
+
+pub(crate) fn policy(auth: &Auth) -> LockoutPolicy {
     let settings = auth.settings();
     LockoutPolicy {
         max_failures: settings.login_max_failures,
@@ -70,53 +79,66 @@ pub(crate) fn locked_error(until: Timestamp, now: Timestamp) -> ApiError {
     .with_retry_after(std::time::Duration::from_secs(seconds))
 }
 
-/// The lockout key of what was typed: normalised when it is an address, lower-cased otherwise.
-fn lockout_key(email: &str) -> String {
-    normalize_email(email).unwrap_or_else(|_| email.trim().to_lowercase())
+/// The lockout key of what was typed: the normalised address, or 400 `invalid_email` for
+/// anything else (the input is not echoed: it may be long).
+fn lockout_key(email: &str) -> Result<String, ApiError> {
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::InvalidEmail,
+            format!("the e-mail must be an address of at most {MAX_EMAIL_BYTES} bytes"),
+        )
+    };
+    if email.trim().len() > MAX_EMAIL_BYTES {
+        return Err(invalid());
+    }
+    normalize_email(email).map_err(|_| invalid())
 }
 
 /// Reads the account of `email` in `org_hint` (id or name) or its oldest membership.
-fn find_account(
+async fn find_account(
     auth: &Auth,
     email: &str,
     org_hint: Option<&str>,
 ) -> Result<(LoginState, Option<Account>), ApiError> {
     let email = email.to_string();
     let org_hint = org_hint.map(str::to_string);
-    let found = auth.store().read_blocking(|txn| {
-        let state = db::login_state(txn, &email)?;
-        // A disabled account signs in no more: it takes the unknown address's path.
-        let found = accounts::db::find_user_by_email(txn, &email)?;
-        let Some(user) = found.filter(|user| user.disabled_at.is_none()) else {
-            return Ok::<_, StoreError>((state, None));
-        };
-        let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
-        let chosen = match &org_hint {
-            Some(hint) => {
-                let org = accounts::db::find_org(txn, hint)?;
-                memberships
-                    .into_iter()
-                    .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
-            }
-            None => memberships.into_iter().min_by_key(|m| m.created_at),
-        };
-        let Some(membership) = chosen else {
-            return Ok((state, None));
-        };
-        let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
-            return Ok((state, None));
-        };
-        let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
-        Ok((
-            state,
-            Some(Account {
-                user,
-                membership,
-                org,
-                two_factor_enabled,
-            }),
-        ))
-    })?;
+    let found = auth
+        .store()
+        .read(move |txn| {
+            let state = db::login_state(txn, &email)?;
+            // A disabled account signs in no more: it takes the unknown address's path.
+            let found = accounts::db::find_user_by_email(txn, &email)?;
+            let Some(user) = found.filter(|user| user.disabled_at.is_none()) else {
+                return Ok::<_, StoreError>((state, None));
+            };
+            let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
+            let chosen = match &org_hint {
+                Some(hint) => {
+                    let org = accounts::db::find_org(txn, hint)?;
+                    memberships
+                        .into_iter()
+                        .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
+                }
+                None => memberships.into_iter().min_by_key(|m| m.created_at),
+            };
+            let Some(membership) = chosen else {
+                return Ok((state, None));
+            };
+            let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
+                return Ok((state, None));
+            };
+            let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
+            Ok((
+                state,
+                Some(Account {
+                    user,
+                    membership,
+                    org,
+                    two_factor_enabled,
+                }),
+            ))
+        })
+        .await?;
     Ok(found)
 }
 
@@ -128,9 +150,11 @@ pub async fn password_login(
     org_hint: Option<&str>,
     client: IpAddr,
 ) -> Result<LoginOutcome, ApiError> {
-    let key = lockout_key(email);
+    let key = lockout_key(email)?;
+    // Held until the outcome is written, so the next attempt of this e-mail sees it.
+    let _turn = auth.account_locks().turn(&key).await;
     let now = auth.clock().now();
-    let (state, account) = find_account(auth, &key, org_hint)?;
+    let (state, account) = find_account(auth, &key, org_hint).await?;
     if let Some(until) = state.locked_at(now) {
         return Err(locked_error(until, now));
     }
@@ -141,11 +165,7 @@ pub async fn password_login(
         }
         _ => auth.dummy_password_hash().to_string(),
     };
-    let candidate = password.to_string();
-    let matches =
-        tokio::task::spawn_blocking(move || password::verify_password(&candidate, &stored))
-            .await
-            .map_err(ApiError::internal)?;
+    let matches = password::verify_bounded(password.to_string(), stored).await?;
     let actor = Actor {
         user_id: account.as_ref().map(|a| a.user.id.clone()),
         email: Some(key.clone()),
@@ -216,31 +236,42 @@ pub(crate) async fn record_failure(
     auth.store()
         .write(move |txn| {
             let mut state = db::login_state(txn, &key)?;
-            let outcome = state.record_failure(now, &policy);
-            db::put_login_state(txn, &key, &state)?;
-            audit::record(
-                txn,
-                org.as_ref(),
-                &actor,
+            let failure = audit::FailedSignIn {
+                org: org.as_ref(),
+                actor: &actor,
                 action,
-                Some(&key),
-                json!({}),
-                now,
-            )?;
-            if let FailureOutcome::Locked(until) = outcome {
-                audit::record(
-                    txn,
-                    org.as_ref(),
-                    &actor,
-                    "login.locked",
-                    Some(&key),
-                    json!({"until": until.to_rfc3339()}),
-                    now,
-                )?;
-            }
-            Ok::<_, StoreError>(())
+                target: Some(&key),
+            };
+            count_failure(txn, &key, &mut state, &failure, now, &policy)
         })
         .await?;
+    Ok(())
+}
+
+/// Adds one failure to `state` (the state of `key`) and the audit log, writes the state, and
+/// records the lock when this failure reached the limit.
+fn count_failure(
+    txn: &redb::WriteTransaction,
+    key: &str,
+    state: &mut LoginState,
+    failure: &audit::FailedSignIn<'_>,
+    now: Timestamp,
+    policy: &LockoutPolicy,
+) -> Result<(), StoreError> {
+    let outcome = state.record_failure(now, policy);
+    audit::count_failure(txn, state, failure, now, policy)?;
+    db::put_login_state(txn, key, state)?;
+    if let FailureOutcome::Locked(until) = outcome {
+        audit::record(
+            txn,
+            failure.org,
+            failure.actor,
+            "login.locked",
+            Some(key),
+            json!({"until": until.to_rfc3339()}),
+            now,
+        )?;
+    }
     Ok(())
 }
 
@@ -309,6 +340,8 @@ pub async fn complete_second_factor(
         ip: Some(client.to_string()),
     };
     let (code, txn_claims, org_id) = (code.to_string(), claims.clone(), claims.org.clone());
+    // Codes take turns with passwords of the same e-mail, so both count against one limit.
+    let turn = auth.account_locks().turn(&key).await;
     let outcome = auth
         .store()
         .write(move |txn| {
@@ -334,32 +367,17 @@ pub async fn complete_second_factor(
                 )?;
                 return Ok(CodeOutcome::Accepted);
             }
-            let outcome = state.record_failure(now, &policy);
-            db::put_login_state(txn, &key, &state)?;
-            audit::record(
-                txn,
-                Some(&org_id),
-                &actor,
-                "login.second_factor_failed",
-                None,
-                json!({}),
-                now,
-            )?;
-            if let FailureOutcome::Locked(until) = outcome {
-                let detail = json!({"until": until.to_rfc3339()});
-                audit::record(
-                    txn,
-                    Some(&org_id),
-                    &actor,
-                    "login.locked",
-                    Some(&key),
-                    detail,
-                    now,
-                )?;
-            }
+            let failure = audit::FailedSignIn {
+                org: Some(&org_id),
+                actor: &actor,
+                action: "login.second_factor_failed",
+                target: None,
+            };
+            count_failure(txn, &key, &mut state, &failure, now, &policy)?;
             Ok(CodeOutcome::WrongCode)
         })
         .await?;
+    drop(turn);
     match outcome {
         CodeOutcome::Accepted => {}
         CodeOutcome::Locked(until) => return Err(locked_error(until, now)),

@@ -3,6 +3,7 @@
 //! log. `Auth` is the handle handlers and extractors share; `Caller` (in `caller.rs`) is how a
 //! handler states what it requires.
 
+pub mod account_locks;
 pub mod allowlist;
 pub mod api_audit;
 pub mod api_keys;
@@ -12,12 +13,14 @@ pub mod api_twofactor;
 pub mod audit;
 pub mod caller;
 pub mod db;
+pub mod hashing_pool;
 pub mod keys;
 pub mod login;
 pub mod model;
 pub mod password;
 pub mod ratelimit;
 pub mod revocation;
+pub mod sweep;
 pub mod tokens;
 pub mod totp;
 
@@ -58,6 +61,8 @@ struct Inner {
     key: JwtKey,
     revocations: Revocations,
     limiter: ratelimit::ApiRateLimiter,
+    /// Sign-in decisions of one e-mail happen one at a time (see `account_locks.rs`).
+    account_locks: account_locks::AccountLocks,
     /// `scheme://host[:port]` of BASE_URL: the only Origin accepted on cookie requests.
     base_origin: String,
     base_url: String,
@@ -75,11 +80,11 @@ impl Auth {
         base_url: &url::Url,
     ) -> Result<Auth, StoreError> {
         let revocations = Revocations::load(&store, clock.now()).await?;
-        let dummy_password_hash =
-            tokio::task::spawn_blocking(|| password::hash_password(&random_token()))
-                .await
-                .map_err(|err| StoreError::Storage(err.to_string()))?
-                .map_err(StoreError::Storage)?;
+        // Shown in /metrics from the start, so a reader sees 0 rather than nothing.
+        metrics::counter!("lookout_password_verifications_total").increment(0);
+        let dummy_password_hash = password::hash_bounded(random_token())
+            .await
+            .map_err(|err| StoreError::Storage(err.to_string()))?;
         Ok(Auth {
             inner: Arc::new(Inner {
                 store,
@@ -87,6 +92,7 @@ impl Auth {
                 key,
                 revocations,
                 limiter: ratelimit::ApiRateLimiter::new(config.auth.api_rate_per_min),
+                account_locks: account_locks::AccountLocks::default(),
                 settings: config.auth.clone(),
                 base_origin: base_url.origin().ascii_serialization(),
                 base_url: base_url.as_str().trim_end_matches('/').to_string(),
@@ -118,6 +124,10 @@ impl Auth {
 
     pub fn limiter(&self) -> &ratelimit::ApiRateLimiter {
         &self.inner.limiter
+    }
+
+    pub fn account_locks(&self) -> &account_locks::AccountLocks {
+        &self.inner.account_locks
     }
 
     pub fn base_origin(&self) -> &str {
@@ -159,10 +169,13 @@ impl Auth {
         Ok(())
     }
 
-    /// Periodic upkeep: forget expired revocations and idle rate-limit buckets.
-    pub fn housekeeping(&self) {
+    /// Periodic upkeep: forget expired revocations and idle rate-limit buckets, remove
+    /// expired login states and audit entries past their retention.
+    pub async fn housekeeping(&self) {
         self.inner.revocations.prune(self.inner.clock.now());
         self.inner.limiter.retain_recent();
+        sweep::sweep_login_states(self).await;
+        sweep::sweep_audit_events(self).await;
     }
 }
 

@@ -49,12 +49,27 @@ impl ApiKey {
     }
 }
 
-/// Failed sign-ins of one (normalised) e-mail address.
+/// Failed sign-ins of one (normalised) e-mail address. Its size is bounded: at most
+/// `max_failures` instants (reaching the limit clears them and locks) and one entry reference.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoginState {
     /// Failures inside the current window, oldest first.
     pub failures: Vec<Timestamp>,
     pub locked_until: Option<Timestamp>,
+    /// The audit entry that counts this window's failures, updated in place.
+    #[serde(default)]
+    pub failure_entry: Option<FailureEntry>,
+}
+
+/// Where the failures of one window are counted in the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureEntry {
+    pub org_id: Option<OrgId>,
+    pub id: AuditId,
+    /// The action of the entry (`login.failed`, `login.second_factor_failed`).
+    pub action: String,
+    pub started_at: Timestamp,
+    pub count: u32,
 }
 
 impl Record for LoginState {
@@ -79,6 +94,34 @@ pub struct LockoutPolicy {
 }
 
 impl LoginState {
+    /// The instant after which this state says nothing any more: its lock is over, its
+    /// failures are out of the window and its audit entry's window has closed. The sweep
+    /// removes it from then on.
+    pub fn expires_at(&self, policy: &LockoutPolicy) -> Timestamp {
+        let failures_end = self.failures.iter().map(|at| at.plus(policy.window));
+        let entry_end = self
+            .failure_entry
+            .iter()
+            .map(|entry| entry.started_at.plus(policy.window));
+        failures_end
+            .chain(entry_end)
+            .chain(self.locked_until)
+            .max()
+            .unwrap_or(Timestamp(i64::MIN))
+    }
+
+    /// The audit entry of `action` still counting failures at `now`, if any.
+    pub fn open_failure_entry(
+        &self,
+        action: &str,
+        now: Timestamp,
+        policy: &LockoutPolicy,
+    ) -> Option<&FailureEntry> {
+        self.failure_entry
+            .as_ref()
+            .filter(|entry| entry.action == action && now < entry.started_at.plus(policy.window))
+    }
+
     /// When the account is locked at `now`, the instant it unlocks.
     pub fn locked_at(&self, now: Timestamp) -> Option<Timestamp> {
         self.locked_until.filter(|until| now < *until)
@@ -163,11 +206,12 @@ impl Record for AuditEvent {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    const POLICY: LockoutPolicy = LockoutPolicy {
+    /// Three failures within a minute lock for five minutes; shared by the auth unit tests.
+    pub(crate) const POLICY: LockoutPolicy = LockoutPolicy {
         max_failures: 3,
         window: Duration::from_secs(60),
         lockout: Duration::from_secs(300),
@@ -208,6 +252,21 @@ mod tests {
             FailureOutcome::Counted
         );
         assert_eq!(state.failures.len(), 2);
+    }
+
+    #[test]
+    fn state_expires_with_its_window_and_its_lock() {
+        let mut state = LoginState::default();
+        let start = Timestamp(1_000_000);
+        state.record_failure(start, &POLICY);
+        assert_eq!(state.expires_at(&POLICY), start.plus(POLICY.window));
+        state.record_failure(start, &POLICY);
+        state.record_failure(start, &POLICY);
+        assert_eq!(state.expires_at(&POLICY), start.plus(POLICY.lockout));
+        assert!(
+            LoginState::default().expires_at(&POLICY) < start,
+            "an empty state is already expired"
+        );
     }
 
     #[test]

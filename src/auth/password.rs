@@ -2,7 +2,9 @@
 //!
 //! Invariants: only PHC strings are stored; verification uses the parameters inside the
 //! stored hash, so raising the cost later keeps old hashes valid. Both calls take tens of
-//! milliseconds: async callers run them on a blocking thread.
+//! milliseconds and 19 MiB: async callers go through `hash_bounded` and `verify_bounded`, which
+//! run them on the hashing pool (`hashing_pool.rs`), one per core, with a bounded queue that
+//! answers `Overloaded` when full.
 //!
 //! Verification reuses one 19 MiB work area per thread. Allocating it afresh each time made
 //! the kernel fault in 19 MiB of pages per sign-in (about 8 ms here), and whether that happened
@@ -10,6 +12,9 @@
 //! but noise on top of a check whose timing must not depend on whether the account exists.
 
 use std::cell::RefCell;
+
+pub use super::hashing_pool::HashingError;
+use super::hashing_pool::run_on_hashing_pool;
 
 use argon2::password_hash::PasswordHasher;
 use argon2::password_hash::phc::PasswordHash;
@@ -59,6 +64,21 @@ pub fn verify_password(password: &str, stored: &str) -> bool {
         )
     });
     hashed.is_ok() && super::digests_match(&computed, expected.as_bytes())
+}
+
+/// Hashes `password` on the hashing pool.
+pub async fn hash_bounded(password: String) -> Result<String, HashingError> {
+    run_on_hashing_pool(move || hash_password(&password))
+        .await?
+        .map_err(HashingError::Failed)
+}
+
+/// Verifies `password` against `stored` on the hashing pool; counted in
+/// `lookout_password_verifications_total`.
+pub async fn verify_bounded(password: String, stored: String) -> Result<bool, HashingError> {
+    let matches = run_on_hashing_pool(move || verify_password(&password, &stored)).await?;
+    metrics::counter!("lookout_password_verifications_total").increment(1);
+    Ok(matches)
 }
 
 #[cfg(test)]

@@ -89,6 +89,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     doc("LOGIN_FAILURE_WINDOW_MINUTES", "15", "window in which failures are counted (>= 1)"),
     doc("LOGIN_LOCKOUT_MINUTES", "15", "how long a locked account stays locked (>= 1)"),
     doc("API_RATE_PER_MIN", "600", "API requests per minute per client (>= 1)"),
+    doc("AUDIT_RETENTION_DAYS", "365", "days audit log entries are kept (>= 1)"),
     doc("WEB_INGEST_KEY", NONE, "one ingest key: at least 16 characters of A-Z a-z 0-9 _ -"),
     doc("WEB_INGEST_KEYS", NONE, "comma list of further ingest keys, for rotation"),
     doc("WEB_INGEST_ORG_ID", NONE, "org_<ULID> receiving ingested data; unset = the first"),
@@ -109,6 +110,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     doc("WEBHOOK_TIMEOUT_SECONDS", "10", "time a webhook receiver has to answer (1-300)"),
     doc("WEBHOOK_RETRY_DELAYS_SECONDS", "60,300,1800", "delays between delivery attempts (1-10)"),
     doc("WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs resolving to private addresses"),
+    doc("LOOKOUT_CLOCK_OFFSET_SECONDS", "0", "seconds added to the server's clock, for tests (>= 0)"),
 ];
 
 /// The validated configuration. Each field names the setting it comes from.
@@ -135,6 +137,9 @@ pub struct Config {
     /// ALERT_EVAL_INTERVAL_SECONDS, at least one second.
     pub alert_eval_interval: Duration,
     pub webhooks: WebhookSettings,
+    /// LOOKOUT_CLOCK_OFFSET_SECONDS: how far ahead of the system time the server's clock runs;
+    /// zero in production, set by tests of time-driven behaviour (retention, expiry).
+    pub clock_offset: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +183,8 @@ pub struct AuthSettings {
     pub login_lockout: Duration,
     /// API_RATE_PER_MIN, at least 1.
     pub api_rate_per_min: u32,
+    /// AUDIT_RETENTION_DAYS, at least one day.
+    pub audit_retention: Duration,
 }
 
 /// Holds secrets, hence the hand-written `Debug` below.
@@ -319,6 +326,7 @@ impl Config {
             retention_days: raw.setting("RETENTION_DAYS", at_least(1))?,
             alert_eval_interval: raw.seconds("ALERT_EVAL_INTERVAL_SECONDS", at_least(1))?,
             webhooks: WebhookSettings::read(&raw)?,
+            clock_offset: raw.seconds("LOOKOUT_CLOCK_OFFSET_SECONDS", at_least(0))?,
         })
     }
 
@@ -370,6 +378,7 @@ impl AuthSettings {
             login_failure_window: raw.minutes("LOGIN_FAILURE_WINDOW_MINUTES", at_least(1))?,
             login_lockout: raw.minutes("LOGIN_LOCKOUT_MINUTES", at_least(1))?,
             api_rate_per_min: raw.setting("API_RATE_PER_MIN", at_least(1))?,
+            audit_retention: raw.duration("AUDIT_RETENTION_DAYS", DAY, at_least(1))?,
         })
     }
 }
@@ -421,6 +430,7 @@ struct RawSettings {
 const SECOND: Duration = Duration::from_secs(1);
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
 
 impl RawSettings {
     fn from_toml(path: &Path, text: &str) -> Result<Self, ConfigError> {

@@ -42,6 +42,8 @@ fn defaults_equal_the_documented_defaults() {
     assert_eq!(config.auth.login_failure_window, MINUTE * 15);
     assert_eq!(config.auth.login_lockout, MINUTE * 15);
     assert_eq!(config.auth.api_rate_per_min, 600);
+    assert_eq!(config.auth.audit_retention, SECOND * 365 * 86_400);
+    assert_eq!(config.clock_offset, Duration::ZERO);
     assert!(config.ingest.keys.is_empty());
     assert_eq!(config.ingest.org_id, None);
     assert_eq!(config.ingest.max_events, 100);

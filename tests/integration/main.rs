@@ -12,6 +12,7 @@ mod alerting_incidents;
 mod alerting_rules;
 mod alerting_support;
 mod auth_attacks;
+mod auth_bounds;
 mod auth_cross_org;
 mod auth_keys;
 mod auth_members;
