@@ -35,6 +35,7 @@ mod ingest_gate;
 mod ingest_privacy;
 mod ingest_support;
 mod lifecycle;
+mod lists;
 mod packaging;
 mod setup;
 mod tidy;
