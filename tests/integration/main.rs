@@ -39,6 +39,7 @@ mod lists;
 mod packaging;
 mod setup;
 mod tidy;
+mod unauth_bounds;
 mod webhooks_delivery;
 mod webhooks_durability;
 mod webhooks_support;
