@@ -21,6 +21,8 @@ use crate::webhooks_support::{Answer, Receiver, create_channel, send_test, wait_
 const OWNER: &str = "owner@example.com";
 /// Records made of each kind: enough for three pages of one.
 const RECORDS: usize = 3;
+/// Most pages one walk may take (the audit log holds an entry for every record made here).
+const MAX_PAGES: usize = 1000;
 
 /// A server with an ingest key, loopback webhooks that give up after one retry, and a rate
 /// limit high enough for a few hundred reads.
@@ -248,7 +250,7 @@ fn identity(item: &Value) -> String {
 fn walk_one_by_one(server: &TestServer, session: &Session, path: &str) -> Vec<String> {
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..100 {
+    for _ in 0..MAX_PAGES {
         let mut url = format!("{path}?limit=1");
         if let Some(cursor) = &cursor {
             url.push_str(&format!("&cursor={}", urlencoding(cursor)));
@@ -280,7 +282,7 @@ fn walk_one_by_one(server: &TestServer, session: &Session, path: &str) -> Vec<St
             }
         }
     }
-    panic!("{path}: the walk did not end after 100 pages")
+    panic!("{path}: the walk did not end after {MAX_PAGES} pages")
 }
 
 /// Percent-encodes a cursor for the query string.
