@@ -391,22 +391,25 @@ async fn announce_setup(store: &Store, base_url: &url::Url) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+/// Takes SIGTERM and SIGINT over at once (for `serve` and `agent`) and returns a future that resolves on either.
+///
+/// The handlers are installed here, inside the runtime but before anything is served, not when
+/// the future is first polled: the accept loop polls it only once it waits for a connection, and
+/// until then a SIGTERM sent just after `listening on` would kill the process (exit by signal,
+/// nothing closed). A signal that arrives early is kept and ends the server at its first poll.
+pub fn shutdown_signal(
+    runtime: &tokio::runtime::Runtime,
+) -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Signal handlers register with the runtime's driver.
+    let _inside = runtime.enter();
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutdown signal received");
+        tracing::info!("shutdown signal received");
+    })
 }

@@ -182,19 +182,23 @@ async fn create_token(
 
 /// Lists the organisation's enrolment tokens with their last use, without secrets.
 #[utoipa::path(get, path = "/api/v1/agents/enrolment-tokens", tag = "agents",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = EnrolmentTokenList)))]
 async fn list_tokens(
     State(agents): State<Agents>,
     Admin(caller): Admin,
+    page: PageRequest,
 ) -> Result<Json<EnrolmentTokenList>, ApiError> {
-    let org = caller.org_id.clone();
+    let after = page.cursor_as(EnrolmentTokenId::parse)?;
+    let (org, limit) = (caller.org_id.clone(), page.limit);
     let tokens = agents
         .store()
-        .read(move |txn| db::tokens_of_org(txn, &org))
+        .read(move |txn| db::tokens_page_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
+    let (tokens, next_cursor) = page.split(tokens, |token| token.id.to_string());
     Ok(Json(EnrolmentTokenList {
         items: tokens.iter().map(token_view).collect(),
-        next_cursor: None,
+        next_cursor,
     }))
 }
 

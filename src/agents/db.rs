@@ -47,6 +47,16 @@ pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<EnrolmentTok
     TOKENS.list(txn, org.as_str())
 }
 
+/// One page of the organisation's tokens, in id (creation) order, after the token `after`.
+pub fn tokens_page_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&EnrolmentTokenId>,
+    limit: usize,
+) -> Result<Vec<EnrolmentToken>, StoreError> {
+    TOKENS.page(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+}
+
 /// The token whose secret hashes to `digest` (hex), revoked or not.
 pub fn find_token_by_digest(
     txn: &impl ReadTxn,

@@ -82,8 +82,14 @@ pub fn token_of_org(
     TOKENS.get(txn, org.as_str(), id.as_str())
 }
 
-pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<InboundToken>, StoreError> {
-    TOKENS.list(txn, org.as_str())
+/// One page of the organisation's tokens, in id (creation) order, after the token `after`.
+pub fn tokens_page_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&InboundTokenId>,
+    limit: usize,
+) -> Result<Vec<InboundToken>, StoreError> {
+    TOKENS.page(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
 /// The token whose secret hashes to `digest` (hex), revoked or not.

@@ -24,6 +24,7 @@ use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
 use crate::auth::{Admin, Auth, audit};
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::Notify;
 use crate::store::Store;
@@ -157,19 +158,23 @@ async fn create_token(
 
 /// Lists the organisation's inbound tokens, without secrets.
 #[utoipa::path(get, path = "/api/v1/orgs/me/inbound-tokens", tag = "inbound",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = InboundTokenList)))]
 async fn list_tokens(
     State(notify): State<Notify>,
     Admin(caller): Admin,
+    page: PageRequest,
 ) -> Result<Json<InboundTokenList>, ApiError> {
-    let org = caller.org_id.clone();
+    let after = page.cursor_as(InboundTokenId::parse)?;
+    let (org, limit) = (caller.org_id.clone(), page.limit);
     let tokens = notify
         .store()
-        .read(move |txn| db::tokens_of_org(txn, &org))
+        .read(move |txn| db::tokens_page_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
+    let (tokens, next_cursor) = page.split(tokens, |token| token.id.to_string());
     Ok(Json(InboundTokenList {
         items: tokens.iter().map(token_view).collect(),
-        next_cursor: None,
+        next_cursor,
     }))
 }
 

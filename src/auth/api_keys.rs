@@ -21,6 +21,7 @@ use crate::accounts;
 use crate::accounts::model::Role;
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -166,28 +167,31 @@ async fn create_key(
     ))
 }
 
-/// Lists the organisation's API keys, without secrets.
-#[utoipa::path(get, path = "/api/v1/orgs/me/api-keys", tag = "api keys", responses((status = 200, body = KeyList)))]
+/// Lists the organisation's API keys, without secrets, oldest first, one page at a time.
+#[utoipa::path(get, path = "/api/v1/orgs/me/api-keys", tag = "api keys",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = KeyList)))]
 async fn list_keys(
     State(auth): State<Auth>,
     Admin(caller): Admin,
+    page: PageRequest,
 ) -> Result<Json<KeyList>, ApiError> {
-    let org = caller.org_id.clone();
-    let items = auth
+    let after = page.cursor_as(ApiKeyId::parse)?;
+    let (org, limit) = (caller.org_id.clone(), page.limit);
+    let rows = auth
         .store()
         .read(move |txn| {
-            let mut items = Vec::new();
-            for key in db::api_keys_of_org(txn, &org)? {
+            // One more row than asked for tells whether a next page exists.
+            let mut rows = Vec::new();
+            for key in db::api_keys_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
                 let role = accounts::db::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
-                items.push(key_view(&key, role));
+                rows.push(key_view(&key, role));
             }
-            Ok::<_, StoreError>(items)
+            Ok::<_, StoreError>(rows)
         })
         .await?;
-    Ok(Json(KeyList {
-        items,
-        next_cursor: None,
-    }))
+    let (items, next_cursor) = page.split(rows, |view| view.id.clone());
+    Ok(Json(KeyList { items, next_cursor }))
 }
 
 /// Revokes a key; the next request with it is refused.

@@ -64,6 +64,25 @@ pub fn api_keys_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<ApiKey>, S
     Ok(keys)
 }
 
+/// One page of the organisation's API keys, in id (creation) order, after the key `after`.
+pub fn api_keys_page_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&ApiKeyId>,
+    limit: usize,
+) -> Result<Vec<ApiKey>, StoreError> {
+    let ids = ORG_API_KEYS.page_of_owner(txn, org.as_str(), after.map(ApiKeyId::as_str), limit)?;
+    let mut keys = Vec::with_capacity(ids.len());
+    for id in ids {
+        let key = API_KEYS.get(txn, &id)?.ok_or_else(|| StoreError::Corrupt {
+            what: "api key index",
+            detail: format!("{id} is indexed but missing"),
+        })?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
 pub fn login_state(txn: &impl ReadTxn, email: &str) -> Result<LoginState, StoreError> {
     Ok(LOGIN_STATES.get(txn, email)?.unwrap_or_default())
 }

@@ -86,7 +86,10 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
         .thread_name("lookout-agent")
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(host::run(options, crate::server::shutdown_signal()));
+    // As for `serve`: the handlers are installed before the agent connects.
+    let shutdown =
+        crate::server::shutdown_signal(&runtime).context("cannot listen for SIGTERM and SIGINT")?;
+    let result = runtime.block_on(host::run(options, shutdown));
     // Shell tasks still running are dropped here, which kills their processes.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result

@@ -16,11 +16,10 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         .thread_name("lookout")
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(crate::server::run(
-        config,
-        data_dir,
-        crate::server::shutdown_signal(),
-    ));
+    // Installed before start-up begins, so a SIGTERM at any point later is a clean stop.
+    let shutdown =
+        crate::server::shutdown_signal(&runtime).context("cannot listen for SIGTERM and SIGINT")?;
+    let result = runtime.block_on(crate::server::run(config, data_dir, shutdown));
     // Connections that outlived the grace period are dropped here, not waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result

@@ -86,6 +86,26 @@ impl PageRequest {
         (rows, next)
     }
 
+    /// The page of a whole list already in the order of `key_of` (a list computed in memory,
+    /// such as aggregates): the rows after the cursor's key, split as `split` does.
+    pub fn of_sorted<T>(
+        &self,
+        rows: impl IntoIterator<Item = T>,
+        key_of: impl Fn(&T) -> String,
+    ) -> (Vec<T>, Option<String>) {
+        let after_cursor = |row: &T| {
+            self.cursor
+                .as_deref()
+                .is_none_or(|cursor| key_of(row).as_str() > cursor)
+        };
+        let rows = rows
+            .into_iter()
+            .filter(after_cursor)
+            .take(self.limit + 1)
+            .collect();
+        self.split(rows, &key_of)
+    }
+
     /// The error for a cursor this list did not hand out.
     pub fn bad_cursor() -> ApiError {
         ApiError::new(
@@ -152,5 +172,20 @@ mod tests {
         );
         assert_eq!(page.split(vec![1, 2], name), (vec![1, 2], None));
         assert_eq!(page.split(Vec::new(), name), (vec![], None));
+    }
+
+    #[test]
+    fn sorted_lists_page_after_the_cursor_key() {
+        let name = |row: &&str| row.to_string();
+        let rows = ["a", "b", "c", "d"];
+        let first = PageRequest::from_query(Some("limit=2")).unwrap();
+        assert_eq!(
+            first.of_sorted(rows, name),
+            (vec!["a", "b"], Some("b".into()))
+        );
+        let second = PageRequest::from_query(Some("limit=2&cursor=b")).unwrap();
+        assert_eq!(second.of_sorted(rows, name), (vec!["c", "d"], None));
+        let between = PageRequest::from_query(Some("limit=9&cursor=bb")).unwrap();
+        assert_eq!(between.of_sorted(rows, name), (vec!["c", "d"], None));
     }
 }

@@ -417,7 +417,8 @@ async fn get_trace(
 #[utoipa::path(get, path = "/api/v1/spans", tag = "ingest",
     params(("service" = Option<String>, Query), ("name" = Option<String>, Query),
         ("from" = Option<String>, Query, description = "spans starting at or after"),
-        ("to" = Option<String>, Query, description = "spans starting before")),
+        ("to" = Option<String>, Query, description = "spans starting before"),
+        ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = SpanStatsList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn span_stats(
@@ -449,9 +450,10 @@ async fn span_stats(
         Ok(durations)
     })
     .await?;
-    Ok(Json(SpanStatsList {
-        items: percentiles(durations),
-    }))
+    // Names come in order from the map, so the page is a position in name order.
+    let page = PageRequest::from_query(query.as_deref())?;
+    let (items, next_cursor) = page.of_sorted(percentiles(durations), |stats| stats.name.clone());
+    Ok(Json(SpanStatsList { items, next_cursor }))
 }
 
 /// Every span of `org`, decoded one at a time (nothing but the durations is kept).

@@ -17,8 +17,9 @@ use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
 use crate::http::ApiError;
+use crate::http::page::PageRequest;
 use crate::store::codec::Record;
-use crate::store::{RecordTable, Scan, Store, StoreError, tables};
+use crate::store::{RecordTable, Store, StoreError, tables};
 
 /// Environments remembered per service; more are not added (a hostile client could send many).
 pub const MAX_ENVIRONMENTS: usize = 50;
@@ -117,6 +118,7 @@ pub struct ServiceView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ServiceList {
     pub items: Vec<ServiceView>,
+    pub next_cursor: Option<String>,
 }
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -129,23 +131,27 @@ where
 
 /// Services seen by this organisation, with their environments and error counts.
 #[utoipa::path(get, path = "/api/v1/services", tag = "services",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = ServiceList)),
     security(("session" = []), ("api_key" = [])))]
 async fn list_services(
     State(auth): State<Auth>,
     Viewer(caller): Viewer,
+    page: PageRequest,
 ) -> Result<Json<ServiceList>, ApiError> {
     let store: Store = auth.store().clone();
     let now = auth.clock().now();
-    let prefix = tables::owner_prefix(caller.org_id.as_str());
+    // The cursor is the last name listed: any string is a position in name order.
+    let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
     let services = store
-        .read(move |txn| SERVICES.scan(txn, Scan::prefix(&prefix)))
+        .read(move |txn| SERVICES.page_of_owner(txn, org.as_str(), after.as_deref(), limit + 1))
         .await
         .map_err(|e: StoreError| ApiError::from(e))?;
+    let (services, next_cursor) = page.split(services, |service| service.name.clone());
     let this_hour = now.unix_seconds().div_euclid(3600);
     let items = services
         .into_iter()
-        .map(|(_, service)| ServiceView {
+        .map(|service| ServiceView {
             errors_24h: service
                 .error_hours
                 .iter()
@@ -157,7 +163,7 @@ async fn list_services(
             last_seen: service.last_seen.to_rfc3339(),
         })
         .collect();
-    Ok(Json(ServiceList { items }))
+    Ok(Json(ServiceList { items, next_cursor }))
 }
 
 #[cfg(test)]

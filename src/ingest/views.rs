@@ -150,4 +150,5 @@ pub struct TraceView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SpanStatsList {
     pub items: Vec<SpanStats>,
+    pub next_cursor: Option<String>,
 }

@@ -19,6 +19,7 @@ use super::payload::{Event, EventExtra, render};
 use super::{Notify, db, guard};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -221,26 +222,29 @@ async fn create_channel(
 }
 
 /// Lists the organisation's channels.
-#[utoipa::path(get, path = "/api/v1/channels", tag = "channels", responses((status = 200, body = ChannelList)))]
+#[utoipa::path(get, path = "/api/v1/channels", tag = "channels",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = ChannelList)))]
 async fn list_channels(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
+    page: PageRequest,
 ) -> Result<Json<ChannelList>, ApiError> {
-    let org = caller.org_id;
-    let items = notify
+    let after = page.cursor_as(ChannelId::parse)?;
+    let (org, limit) = (caller.org_id, page.limit);
+    let rows = notify
         .store()
         .read(move |txn| {
-            let mut items = Vec::new();
-            for channel in db::channels_of_org(txn, &org)? {
-                items.push(channel_view(&channel, db::dead_count(txn, &channel.id)?));
+            // One more row than asked for tells whether a next page exists.
+            let mut rows = Vec::new();
+            for channel in db::channels_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
+                rows.push(channel_view(&channel, db::dead_count(txn, &channel.id)?));
             }
-            Ok::<_, StoreError>(items)
+            Ok::<_, StoreError>(rows)
         })
         .await?;
-    Ok(Json(ChannelList {
-        items,
-        next_cursor: None,
-    }))
+    let (items, next_cursor) = page.split(rows, |view| view.id.clone());
+    Ok(Json(ChannelList { items, next_cursor }))
 }
 
 pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {

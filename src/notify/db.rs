@@ -64,6 +64,25 @@ pub fn channels_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<Channel>, 
     Ok(channels)
 }
 
+/// One page of the organisation's channels, in id (creation) order, after the channel `after`.
+pub fn channels_page_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&ChannelId>,
+    limit: usize,
+) -> Result<Vec<Channel>, StoreError> {
+    let ids = ORG_CHANNELS.page_of_owner(txn, org.as_str(), after.map(ChannelId::as_str), limit)?;
+    let mut channels = Vec::with_capacity(ids.len());
+    for id in ids {
+        let channel = CHANNELS.get(txn, &id)?.ok_or_else(|| StoreError::Corrupt {
+            what: "channel index",
+            detail: format!("{id} is indexed but missing"),
+        })?;
+        channels.push(channel);
+    }
+    Ok(channels)
+}
+
 /// Removes a channel; its deliveries stay (the log) and pending ones are cancelled on dispatch.
 pub fn remove_channel(txn: &WriteTransaction, channel: &Channel) -> Result<(), StoreError> {
     CHANNELS.remove(txn, channel.id.as_str())?;

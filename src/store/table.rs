@@ -293,6 +293,29 @@ impl IndexTable {
     pub fn row_count(&self, txn: &impl ReadTxn) -> Result<u64, StoreError> {
         txn.open(self.def)?.row_count()
     }
+
+    /// One page of the targets of the rows keyed `{owner}/{id}`, in id order, after the id
+    /// `after` (an owner's index of its records, read one list page at a time).
+    pub fn page_of_owner(
+        &self,
+        txn: &impl ReadTxn,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = super::tables::owner_prefix(owner);
+        let after = after.map(|id| super::tables::composite_key(owner, id));
+        let scan = Scan {
+            prefix: &prefix,
+            after: after.as_deref(),
+            limit,
+        };
+        Ok(self
+            .scan(txn, scan)?
+            .into_iter()
+            .map(|(_, target)| target)
+            .collect())
+    }
 }
 
 /// Reads a single value of the `meta` table.
@@ -366,6 +389,17 @@ impl<R: Record> SecretTable<R> {
             .into_iter()
             .map(|(_, record)| record)
             .collect())
+    }
+
+    /// One page of `owner`'s records, in id order, after the id `after`.
+    pub fn page(
+        &self,
+        txn: &impl ReadTxn,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<R>, StoreError> {
+        self.records.page_of_owner(txn, owner, after, limit)
     }
 
     /// The record whose secret hashes to `digest`, revoked or not.

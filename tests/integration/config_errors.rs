@@ -234,3 +234,26 @@ fn the_environment_wins_over_the_file() {
         );
     }
 }
+
+/// A supervisor may stop the server as soon as it printed `listening on`: SIGTERM then is a
+/// clean stop (exit 0), never the signal's default action. Tried a few times, since the
+/// moment the signal lands varies from run to run.
+#[test]
+fn a_sigterm_right_after_listening_on_stops_cleanly() {
+    let temp = tempfile::tempdir().unwrap();
+    let file = temp.path().join("lookout.toml");
+    std::fs::write(&file, "").unwrap();
+    for attempt in 0..8 {
+        let data_dir = temp.path().join(format!("data-{attempt}"));
+        let (mut serving, _) = spawn_with_file(&data_dir, &file, &[]);
+        signal(serving.child.id(), libc::SIGTERM);
+        let status = wait_for("exit after SIGTERM", Duration::from_secs(15), || {
+            serving.child.try_wait().unwrap()
+        });
+        assert!(
+            status.success(),
+            "attempt {attempt}: exit {status:?}\n{}",
+            serving.stderr.lock().unwrap()
+        );
+    }
+}

@@ -343,8 +343,9 @@ fn fill_until_enospc(path: &Path) -> std::fs::File {
 fn full_disk_refuses_writes_keeps_reads_and_recovers() {
     let temp = tempfile::tempdir().unwrap();
     let mount = TmpfsMount::new(temp.path(), "8m");
+    // The server runs inside the mount's namespace; the CLI and the filler reach it from here.
     let dir = mount.0.join("data");
-    let mut server = TestServer::builder().data_dir(&dir).start();
+    let mut server = TestServer::builder().inside(&mount, "data").start();
     let token = server
         .setup_token()
         .expect("first start prints a setup link");

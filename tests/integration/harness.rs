@@ -43,6 +43,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     env: Vec<(String, String)>,
+    /// A command that runs the binary somewhere else (a namespace), empty for none.
+    launcher: Vec<PathBuf>,
     /// Every stdout line so far (the setup URL, `listening on`), over all starts.
     stdout: Arc<Mutex<Vec<String>>>,
     /// Index in `stdout` of the first line of the latest start.
@@ -55,6 +57,7 @@ pub struct TestServer {
 pub struct ServerBuilder {
     env: Vec<(String, String)>,
     data_dir: Option<PathBuf>,
+    launcher: Vec<PathBuf>,
 }
 
 impl ServerBuilder {
@@ -66,6 +69,14 @@ impl ServerBuilder {
     /// Uses `dir` as the data dir instead of a fresh temp dir.
     pub fn data_dir(mut self, dir: &Path) -> Self {
         self.data_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Runs the server inside `mount`'s namespace, on the data dir `data` of that tmpfs (every
+    /// start: a restart sees the same mount).
+    pub fn inside(mut self, mount: &TmpfsMount, data: &str) -> Self {
+        self.launcher = mount.launcher();
+        self.data_dir = Some(mount.inside().join(data));
         self
     }
 
@@ -83,6 +94,7 @@ impl ServerBuilder {
             addr: "127.0.0.1:0".parse().unwrap(),
             data_dir,
             env: self.env,
+            launcher: self.launcher,
             stdout: Arc::default(),
             latest_start: 0,
             log: Arc::default(),
@@ -98,6 +110,7 @@ impl TestServer {
         ServerBuilder {
             env: Vec::new(),
             data_dir: None,
+            launcher: Vec::new(),
         }
     }
 
@@ -115,7 +128,7 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
-        let mut command = Command::new(BIN);
+        let mut command = lookout_command(&self.launcher);
         command
             .arg("serve")
             .env_clear()
@@ -243,7 +256,7 @@ impl TestServer {
 
     /// Runs `lookout ARGS` against this server's data dir with `stdin` as input.
     pub fn cli(&self, args: &[&str], stdin: &str) -> Output {
-        run_cli(&self.data_dir, &self.env, args, stdin)
+        run_cli_in(&self.launcher, &self.data_dir, &self.env, args, stdin)
     }
 }
 
@@ -259,9 +272,30 @@ impl Drop for TestServer {
     }
 }
 
+/// The binary, run through `launcher` when there is one.
+fn lookout_command(launcher: &[PathBuf]) -> Command {
+    let Some((program, args)) = launcher.split_first() else {
+        return Command::new(BIN);
+    };
+    let mut command = Command::new(program);
+    command.args(args).arg(BIN);
+    command
+}
+
 /// Runs a lookout subcommand with the test environment for `data_dir` plus `env`.
 pub fn run_cli(data_dir: &Path, env: &[(String, String)], args: &[&str], stdin: &str) -> Output {
-    let mut command = Command::new(BIN);
+    run_cli_in(&[], data_dir, env, args, stdin)
+}
+
+/// `run_cli`, through `launcher` when it is not empty.
+fn run_cli_in(
+    launcher: &[PathBuf],
+    data_dir: &Path,
+    env: &[(String, String)],
+    args: &[&str],
+    stdin: &str,
+) -> Output {
+    let mut command = lookout_command(launcher);
     command
         .args(args)
         .env_clear()
@@ -301,34 +335,75 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A tmpfs mounted for one test, unmounted when dropped (also while a test panics).
-pub struct TmpfsMount(pub PathBuf);
+/// A tmpfs of `size` for one test, needing no root: it is mounted inside a user and mount
+/// namespace of its own (`unshare --user --map-root-user --mount`), held open by a small
+/// process that waits on its stdin. Only that namespace sees the mount; every other process
+/// (the server, the CLI, the test itself) reaches it through the holder's root directory,
+/// `/proc/<holder>/root/<at>`, which is the path in `.0`. Dropping it ends the holder, and the
+/// kernel unmounts the tmpfs with the namespace (also when the test process dies: stdin closes).
+pub struct TmpfsMount(pub PathBuf, Child, PathBuf);
 
 impl TmpfsMount {
     pub fn new(at: &Path, size: &str) -> TmpfsMount {
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        // `$0` is the mount point, `$1` the size; `read` returns when the test closes stdin.
+        let script = r#"mount -t tmpfs -o "size=$1" tmpfs "$0" && echo mounted && read _"#;
+        let spawned = Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", script])
             .arg(at)
-            .output();
-        match output {
-            Ok(output) if output.status.success() => TmpfsMount(at.to_path_buf()),
-            Ok(output) => panic!(
-                "this machine cannot mount a tmpfs (the full-disk test needs root): {}",
-                text(&output.stderr)
-            ),
-            Err(err) => panic!("this machine cannot mount a tmpfs (no mount command): {err}"),
+            .arg(size)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut holder = spawned.unwrap_or_else(|err| {
+            panic!("the full-disk tests need `unshare` (util-linux) to mount a tmpfs: {err}")
+        });
+        let mut ready = String::new();
+        let stdout = holder.stdout.take().expect("holder stdout");
+        let _ = BufReader::new(stdout).read_line(&mut ready);
+        if ready.trim() != "mounted" {
+            let _ = holder.kill();
+            let output = holder.wait_with_output().expect("holder output");
+            panic!(
+                "cannot mount a tmpfs in an unprivileged user and mount namespace: the full-disk \
+                 tests need user namespaces (sysctl user.max_user_namespaces > 0, and \
+                 kernel.unprivileged_userns_clone=1 or \
+                 kernel.apparmor_restrict_unprivileged_userns=0 where those exist): {}",
+                text(&output.stderr).trim()
+            );
         }
+        let inside = at.strip_prefix("/").expect("an absolute mount point");
+        let path = PathBuf::from(format!("/proc/{}/root", holder.id())).join(inside);
+        TmpfsMount(path, holder, at.to_path_buf())
     }
+
+    /// The mount point as processes inside the namespace see it. Programs that resolve their
+    /// paths (tantivy canonicalises its directory) need this, and to run inside.
+    pub fn inside(&self) -> &Path {
+        &self.2
+    }
+
+    /// The command that runs a program inside the namespace, with the caller's credentials.
+    pub fn launcher(&self) -> Vec<PathBuf> {
+        let mut launcher = vec![program_on_path("nsenter")];
+        launcher.extend(["--user", "--mount", "--preserve-credentials"].map(PathBuf::from));
+        launcher.push(format!("--target={}", self.1.id()).into());
+        launcher
+    }
+}
+
+/// The full path of `name` on this process's `PATH` (children get an empty environment).
+fn program_on_path(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("the full-disk tests need `{name}` (util-linux) on PATH"))
 }
 
 impl Drop for TmpfsMount {
     fn drop(&mut self) {
-        let unmounted = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !unmounted {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
+        let _ = self.1.kill();
+        let _ = self.1.wait();
     }
 }

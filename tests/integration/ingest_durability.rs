@@ -141,7 +141,7 @@ fn a_full_disk_makes_ingest_503_never_2xx_until_space_returns() {
     let temp = tempfile::tempdir().unwrap();
     let mount = TmpfsMount::new(temp.path(), "8m");
     let mut builder = crate::harness::TestServer::builder()
-        .data_dir(&mount.0.join("data"))
+        .inside(&mount, "data")
         .env("WEB_INGEST_KEY", KEY);
     builder = builder.env("WEB_INGEST_RATE_PER_MIN", "100000");
     let server = builder.start();

@@ -16,6 +16,7 @@ use super::model::{Experiment, Flag, Variant, validate_key, validate_variants};
 use crate::auth::audit;
 use crate::auth::{Admin, Auth, Viewer};
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -69,20 +70,25 @@ pub struct PutFlag {
 }
 
 /// Every flag of the organisation.
-#[utoipa::path(get, path = "/api/v1/flags", tag = "experiments", responses((status = 200, body = FlagList)))]
+#[utoipa::path(get, path = "/api/v1/flags", tag = "experiments",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = FlagList)))]
 async fn list_flags(
     State(auth): State<Auth>,
     Viewer(caller): Viewer,
+    page: PageRequest,
 ) -> Result<Json<FlagList>, ApiError> {
-    let org = caller.org_id;
+    // The cursor is the last name listed: any string is a position in name order.
+    let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
     let flags = auth
         .store()
-        .read(move |txn| super::flags_of(txn, &org))
+        .read(move |txn| super::flags_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
+    let (flags, next_cursor) = page.split(flags, |flag| flag.name.clone());
     Ok(Json(FlagList {
         items: flags.into_iter().map(FlagView::from).collect(),
-        next_cursor: None,
+        next_cursor,
     }))
 }
 
@@ -206,20 +212,25 @@ pub struct PatchExperiment {
 }
 
 /// Every experiment of the organisation.
-#[utoipa::path(get, path = "/api/v1/experiments", tag = "experiments", responses((status = 200, body = ExperimentList)))]
+#[utoipa::path(get, path = "/api/v1/experiments", tag = "experiments",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, body = ExperimentList)))]
 async fn list_experiments(
     State(auth): State<Auth>,
     Viewer(caller): Viewer,
+    page: PageRequest,
 ) -> Result<Json<ExperimentList>, ApiError> {
-    let org = caller.org_id;
+    // The cursor is the last key listed: any string is a position in key order.
+    let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
     let found = auth
         .store()
-        .read(move |txn| super::experiments_of(txn, &org))
+        .read(move |txn| super::experiments_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
+    let (found, next_cursor) = page.split(found, |experiment| experiment.key.clone());
     Ok(Json(ExperimentList {
         items: found.into_iter().map(ExperimentView::from).collect(),
-        next_cursor: None,
+        next_cursor,
     }))
 }
 

@@ -53,6 +53,16 @@ pub fn flags_of(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<Flag>, StoreError
         .collect())
 }
 
+/// One page of the organisation's flags, in name order, after the name `after`.
+pub fn flags_page_of(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Flag>, StoreError> {
+    FLAGS.page_of_owner(txn, org.as_str(), after, limit)
+}
+
 pub fn put_flag(txn: &WriteTransaction, org: &OrgId, flag: &Flag) -> Result<(), StoreError> {
     FLAGS.insert(txn, &key(org, &flag.name), flag)
 }
@@ -68,6 +78,16 @@ pub fn experiments_of(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<Experiment>
         .into_iter()
         .map(|(_, e)| e)
         .collect())
+}
+
+/// One page of the organisation's experiments, in key order, after the key `after`.
+pub fn experiments_page_of(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Experiment>, StoreError> {
+    EXPERIMENTS.page_of_owner(txn, org.as_str(), after, limit)
 }
 
 pub fn get_experiment(
