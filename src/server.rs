@@ -179,6 +179,9 @@ pub fn build_router(state: AppState) -> Router {
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no resource at this path") })
         .with_state(state)
         .layer(axum::middleware::from_fn(middleware::observe))
+        .layer(axum::middleware::from_fn(
+            crate::http::memory::count_requests,
+        ))
         .layer(Extension(OpenApiJson(Arc::new(document))))
         .layer(Extension(body_rules))
         .layer(Extension(ingest))
@@ -340,6 +343,9 @@ pub async fn run(
     ));
     let alert_rules =
         tokio::spawn(evaluator.run(config.alert_eval_interval, stop_admin.subscribe()));
+    let memory = tokio::spawn(crate::http::memory::return_freed_memory(
+        stop_admin.subscribe(),
+    ));
     // Deliveries due before this start (a restart, a crash) go out as soon as it runs.
     let deliveries = tokio::spawn(crate::notify::worker::run(notify, stop_admin.subscribe()));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
@@ -357,6 +363,7 @@ pub async fn run(
     let _ = retention.await;
     let _ = alert_rules.await;
     let _ = deliveries.await;
+    let _ = memory.await;
     // Requests are done: commit what the index has pending before the store goes.
     let _ = tokio::task::spawn_blocking(move || search.close()).await;
     store.close().await;

@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod memory;
 pub mod metrics;
 pub mod middleware;
 pub mod page;

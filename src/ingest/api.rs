@@ -1,8 +1,9 @@
 //! The `/ingest/*` routes: errors, sessions, spans, ab-config and ab-uniques here, source maps
 //! in `sourcemaps.rs`; all behind the gate (`gate::ingest_gate`).
 //!
-//! Invariants: the checks run in CONTRACT order (rate in the gate, then size, key, media type
-//! and encoding, parse, count, items); a 202 is sent only after the store committed the
+//! Invariants: the checks run in CONTRACT order (rate and origin in the gate, then the declared
+//! size, key, the size of the bytes read, media type and encoding, parse, count, items), so no
+//! body is read before its sender proved it holds a key; a 202 is sent only after the store committed the
 //! accepted items; rejections carry reasons written here, never the rejected values.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -122,8 +123,11 @@ async fn receive<T: Send + 'static>(
 ) -> Result<Batch<T>, ApiError> {
     let (mut parts, body) = request.into_parts();
     let settings = ingest.settings();
-    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
+    // A declared size over the limit, then the key, and only then the body: a keyless sender
+    // gets its answer without the server holding any of its bytes.
+    body::check_declared_length(&parts.headers, settings.max_body_bytes)?;
     gate::require_key(ingest, &parts)?;
+    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
     let encoding = body::encoding(&parts.headers)?;
     body::media_type(&parts.headers, false)?;
     let org = ingest.org().await?;

@@ -32,6 +32,7 @@ mod http_basics;
 mod ingest_data;
 mod ingest_durability;
 mod ingest_gate;
+mod ingest_memory;
 mod ingest_privacy;
 mod ingest_support;
 mod lifecycle;
