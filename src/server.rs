@@ -328,6 +328,7 @@ pub async fn run(
         max_connections: config.http.max_connections,
         max_header_count: config.http.max_header_count + 28,
         max_head_bytes: config.http.max_uri_bytes + config.http.max_header_bytes + 8192,
+        max_uri_bytes: config.http.max_uri_bytes,
         grace: SHUTDOWN_GRACE,
     };
     // The one plain stdout line scripts and tests wait for, whatever LOG_FORMAT says.

@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
 //! metrics, the embedded UI and the connection loop. Knows no capability.
 
+pub mod edge;
 pub mod error;
 pub mod extract;
 pub mod memory;

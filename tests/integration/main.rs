@@ -29,6 +29,7 @@ mod errors_search;
 mod fixtures;
 mod harness;
 mod http_basics;
+mod http_edges;
 mod ingest_data;
 mod ingest_durability;
 mod ingest_gate;
