@@ -186,6 +186,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 429, body = Problem, content_type = "application/problem+json"),
@@ -238,6 +239,7 @@ async fn post_web_errors(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_web_sessions(
     State(ingest): State<Ingest>,
@@ -267,6 +269,7 @@ async fn post_web_sessions(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_spans(
     State(ingest): State<Ingest>,
@@ -294,6 +297,7 @@ async fn post_spans(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_ab_uniques(
     State(ingest): State<Ingest>,
@@ -328,7 +332,8 @@ async fn post_ab_uniques(
     description = "`{\"flags\":{name:value},\"experiments\":[…]}` with `ETag` and `Cache-Control: no-cache`; `If-None-Match` with the current ETag gives 304.",
     params(("key" = Option<String>, Query, description = "the ingest key")),
     responses((status = 200, body = experiments::AbConfig), (status = 304),
-        (status = 401, body = Problem, content_type = "application/problem+json")))]
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json")))]
 async fn get_ab_config(
     State(ingest): State<Ingest>,
     request: Request,

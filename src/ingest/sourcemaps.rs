@@ -87,6 +87,7 @@ pub struct SourceMapUpload {
     responses((status = 201, body = SourceMapCreated),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json")))]
 pub async fn post_sourcemap(
