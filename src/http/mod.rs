@@ -4,6 +4,7 @@
 pub mod edge;
 pub mod error;
 pub mod extract;
+pub mod head_scan;
 pub mod memory;
 pub mod metrics;
 pub mod middleware;
