@@ -179,6 +179,9 @@ pub fn build_router(state: AppState) -> Router {
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no resource at this path") })
         .with_state(state)
         .layer(axum::middleware::from_fn(middleware::observe))
+        .layer(axum::middleware::from_fn(
+            crate::http::memory::count_requests,
+        ))
         .layer(Extension(OpenApiJson(Arc::new(document))))
         .layer(Extension(body_rules))
         .layer(Extension(ingest))
@@ -327,6 +330,7 @@ pub async fn run(
         max_connections: config.http.max_connections,
         max_header_count: config.http.max_header_count + 28,
         max_head_bytes: config.http.max_uri_bytes + config.http.max_header_bytes + 8192,
+        max_uri_bytes: config.http.max_uri_bytes,
         grace: SHUTDOWN_GRACE,
     };
     // The one plain stdout line scripts and tests wait for, whatever LOG_FORMAT says.
@@ -342,6 +346,9 @@ pub async fn run(
     ));
     let alert_rules =
         tokio::spawn(evaluator.run(config.alert_eval_interval, stop_admin.subscribe()));
+    let memory = tokio::spawn(crate::http::memory::return_freed_memory(
+        stop_admin.subscribe(),
+    ));
     // Deliveries due before this start (a restart, a crash) go out as soon as it runs.
     let deliveries = tokio::spawn(crate::notify::worker::run(notify, stop_admin.subscribe()));
     tracing::info!(address = %bound, base_url = %base_url, data_dir = %data_dir.path().display(), "lookout serving");
@@ -359,6 +366,7 @@ pub async fn run(
     let _ = retention.await;
     let _ = alert_rules.await;
     let _ = deliveries.await;
+    let _ = memory.await;
     // Requests are done: commit what the index has pending before the store goes.
     let _ = tokio::task::spawn_blocking(move || search.close()).await;
     store.close().await;

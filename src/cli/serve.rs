@@ -11,6 +11,8 @@ use crate::store::data_dir::DataDir;
 pub fn run(config: Config) -> anyhow::Result<()> {
     init_logging(&config);
     let data_dir = DataDir::open(&config.data_dir, "serve")?;
+    // Before the runtime's threads exist: large bodies then go back to the system when freed.
+    crate::http::memory::configure_allocator();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("lookout")

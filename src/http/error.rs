@@ -47,6 +47,7 @@ error_codes! {
     RequestTimeout => ("request_timeout", REQUEST_TIMEOUT, "Request body not received in time"),
     BodyTooLarge => ("body_too_large", PAYLOAD_TOO_LARGE, "Request body too large"),
     UriTooLong => ("uri_too_long", URI_TOO_LONG, "Request URI too long"),
+    MalformedRequest => ("malformed_request", BAD_REQUEST, "Malformed request framing"),
     UnsupportedMediaType => ("unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
     HeadersTooLarge => ("headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, "Request header fields too large"),
     RateLimited => ("rate_limited", TOO_MANY_REQUESTS, "Too many requests"),
@@ -171,17 +172,22 @@ pub fn problem_response(code: ErrorCode, detail: &str) -> Response {
     ApiError::new(code, detail).into_response()
 }
 
+/// The problem+json bytes of `code` with `detail`.
+pub fn problem_body(code: ErrorCode, detail: String) -> Vec<u8> {
+    let problem = Problem {
+        kind: format!("urn:lookout:problem:{}", code.as_str()),
+        title: code.title().to_string(),
+        status: code.status().as_u16(),
+        detail,
+        code: code.as_str().to_string(),
+    };
+    serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec())
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.code.status();
-        let problem = Problem {
-            kind: format!("urn:lookout:problem:{}", self.code.as_str()),
-            title: self.code.title().to_string(),
-            status: status.as_u16(),
-            detail: self.detail,
-            code: self.code.as_str().to_string(),
-        };
-        let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
+        let body = problem_body(self.code, self.detail);
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));

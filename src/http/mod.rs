@@ -1,8 +1,11 @@
 //! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
 //! metrics, the embedded UI and the connection loop. Knows no capability.
 
+pub mod edge;
 pub mod error;
 pub mod extract;
+pub mod head_scan;
+pub mod memory;
 pub mod metrics;
 pub mod middleware;
 pub mod page;

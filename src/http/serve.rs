@@ -4,7 +4,8 @@
 //! Invariants: at most `max_connections` connections are open (the next accept waits for a
 //! free slot, so the kernel backlog absorbs bursts); once `shutdown` resolves no connection is
 //! accepted, in-flight requests finish, idle keep-alive connections close, and the function
-//! returns within `grace` whatever the clients do.
+//! returns within `grace` whatever the clients do. Every connection passes through
+//! `EdgeGuard`, which refuses over-long targets and doubly framed requests on the wire.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,6 +21,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower::ServiceExt;
 
+use super::edge::EdgeGuard;
+
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
@@ -28,6 +31,8 @@ pub struct ConnectionLimits {
     pub max_header_count: usize,
     /// Bytes hyper buffers for one request head before answering 431 itself.
     pub max_head_bytes: usize,
+    /// Longest request target; a longer one is answered 414 at the edge (`edge.rs`).
+    pub max_uri_bytes: usize,
     /// How long in-flight requests get to finish after shutdown begins.
     pub grace: Duration,
 }
@@ -77,7 +82,10 @@ pub async fn serve(
                 request
             });
         let connection = builder
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
+            .serve_connection(
+                TokioIo::new(EdgeGuard::new(stream, limits.max_uri_bytes)),
+                TowerToHyperService::new(service),
+            )
             .with_upgrades();
         let mut closing_seen = closing_seen.clone();
         tokio::spawn(async move {

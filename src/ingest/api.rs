@@ -1,8 +1,9 @@
 //! The `/ingest/*` routes: errors, sessions, spans, ab-config and ab-uniques here, source maps
 //! in `sourcemaps.rs`; all behind the gate (`gate::ingest_gate`).
 //!
-//! Invariants: the checks run in CONTRACT order (rate in the gate, then size, key, media type
-//! and encoding, parse, count, items); a 202 is sent only after the store committed the
+//! Invariants: the checks run in CONTRACT order (rate and origin in the gate, then the declared
+//! size, key, the size of the bytes read, media type and encoding, parse, count, items), so no
+//! body is read before its sender proved it holds a key; a 202 is sent only after the store committed the
 //! accepted items; rejections carry reasons written here, never the rejected values.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -122,8 +123,11 @@ async fn receive<T: Send + 'static>(
 ) -> Result<Batch<T>, ApiError> {
     let (mut parts, body) = request.into_parts();
     let settings = ingest.settings();
-    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
+    // A declared size over the limit, then the key, and only then the body: a keyless sender
+    // gets its answer without the server holding any of its bytes.
+    body::check_declared_length(&parts.headers, settings.max_body_bytes)?;
     gate::require_key(ingest, &parts)?;
+    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
     let encoding = body::encoding(&parts.headers)?;
     body::media_type(&parts.headers, false)?;
     let org = ingest.org().await?;
@@ -182,6 +186,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 429, body = Problem, content_type = "application/problem+json"),
@@ -234,6 +239,7 @@ async fn post_web_errors(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_web_sessions(
     State(ingest): State<Ingest>,
@@ -263,6 +269,7 @@ async fn post_web_sessions(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_spans(
     State(ingest): State<Ingest>,
@@ -290,6 +297,7 @@ async fn post_spans(
     responses((status = 202, body = IngestResult),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json")))]
 async fn post_ab_uniques(
     State(ingest): State<Ingest>,
@@ -324,7 +332,8 @@ async fn post_ab_uniques(
     description = "`{\"flags\":{name:value},\"experiments\":[…]}` with `ETag` and `Cache-Control: no-cache`; `If-None-Match` with the current ETag gives 304.",
     params(("key" = Option<String>, Query, description = "the ingest key")),
     responses((status = 200, body = experiments::AbConfig), (status = 304),
-        (status = 401, body = Problem, content_type = "application/problem+json")))]
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json")))]
 async fn get_ab_config(
     State(ingest): State<Ingest>,
     request: Request,

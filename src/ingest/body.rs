@@ -45,6 +45,20 @@ fn invalid(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidPayload, detail)
 }
 
+/// 413 at once when the declared `Content-Length` is over `limit`: nothing of such a body is
+/// read, whoever sends it (CONTRACT order: size before key). A chunked body declares nothing
+/// and is capped while it streams in instead (`read_body`).
+pub fn check_declared_length(headers: &HeaderMap, limit: usize) -> Result<(), ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit as u64 => Err(too_large(limit)),
+        _ => Ok(()),
+    }
+}
+
 /// The body's encoding from `Content-Encoding`: none, `identity` or `gzip`; anything else
 /// (including a chain of encodings) is 415.
 pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {

@@ -8,6 +8,9 @@
 //!   minute has a full quota again, so forgetting it changes nothing), and while more than
 //!   `MAX_TRACKED_ADDRESSES` addresses were active within the last minute, requests are refused
 //!   with 429 rather than tracked. IPv6 clients are limited per /64, the block one host holds.
+//! - With `WEB_INGEST_ALLOWED_ORIGINS` set to a list, a request whose `Origin` is not listed is
+//!   refused (403) right after the rate limit, before its body is read; its preflight gets no
+//!   `Access-Control-Allow-Origin`, so a browser never sends it in the first place.
 //! - Ingest keys are compared as SHA-256 digests in constant time against every configured
 //!   key, so neither the key nor which key matched shows in the timing. Keys never reach logs.
 
@@ -177,13 +180,37 @@ pub async fn ingest_gate(request: Request, next: Next) -> Response {
                 )
                 .with_retry_after(wait.max(Duration::from_secs(1)))
                 .into_response(),
-                Ok(()) => next.run(Request::from_parts(parts, body)).await,
+                Ok(()) => match check_origin(&parts.headers, &ingest.settings().allowed_origins) {
+                    Err(refused) => refused.into_response(),
+                    Ok(()) => next.run(Request::from_parts(parts, body)).await,
+                },
             },
         }
     };
     let allowed = &ingest.settings().allowed_origins;
     add_cors_headers(response.headers_mut(), origin.as_ref(), allowed);
     response
+}
+
+/// 403 `forbidden_origin` when `WEB_INGEST_ALLOWED_ORIGINS` is a list and the request carries
+/// an `Origin` outside it (`null`, from sandboxed frames and `file:` pages, is never listed).
+/// A request without `Origin` (a server-side sender, curl) is not a browser's and passes.
+pub fn check_origin(headers: &HeaderMap, allowed: &AllowedOrigins) -> Result<(), ApiError> {
+    if let AllowedOrigins::Any = allowed {
+        return Ok(());
+    }
+    // Every `Origin` line must be listed: a second one must not smuggle a foreign origin in.
+    let foreign = headers
+        .get_all(header::ORIGIN)
+        .iter()
+        .any(|value| !value.to_str().is_ok_and(|text| allowed.allows(text)));
+    if foreign {
+        return Err(ApiError::new(
+            ErrorCode::ForbiddenOrigin,
+            "this origin may not send ingest data (WEB_INGEST_ALLOWED_ORIGINS)",
+        ));
+    }
+    Ok(())
 }
 
 /// 204 with the CORS preflight headers (Allow-Origin is added with every response).
@@ -308,6 +335,29 @@ mod tests {
             Some("q")
         );
         assert_eq!(presented_key(&parts("/x?key=", None)), None);
+    }
+
+    #[test]
+    fn only_listed_origins_or_none_may_send() {
+        let list = AllowedOrigins::List(vec!["https://app.example.com".into()]);
+        let with = |origins: &[&'static str]| {
+            let mut headers = HeaderMap::new();
+            for origin in origins {
+                headers.append(header::ORIGIN, HeaderValue::from_static(origin));
+            }
+            headers
+        };
+        assert!(check_origin(&with(&[]), &list).is_ok());
+        assert!(check_origin(&with(&["https://APP.example.com"]), &list).is_ok());
+        for refused in [
+            &["null"][..],
+            &["https://evil.example"],
+            &["https://app.example.com", "https://evil.example"],
+        ] {
+            let error = check_origin(&with(refused), &list).unwrap_err();
+            assert_eq!(error.code, ErrorCode::ForbiddenOrigin, "{refused:?}");
+        }
+        assert!(check_origin(&with(&["null"]), &AllowedOrigins::Any).is_ok());
     }
 
     #[test]

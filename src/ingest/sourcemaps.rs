@@ -1,8 +1,9 @@
 //! Source map uploads (`POST /ingest/sourcemaps`) and their storage, one map per release and
 //! minified file.
 //!
-//! Invariants: the upload has its own size limit (`WEB_INGEST_MAX_SOURCEMAP_BYTES`), applied
-//! while the body streams in and again after gzip decoding; it is authorised by an ingest key
+//! Invariants: the upload has its own size limit (`WEB_INGEST_MAX_SOURCEMAP_BYTES`), applied to
+//! the declared `Content-Length` before anything else, while the body streams in and again
+//! after gzip decoding; the credential is checked before a byte of the body is read; it is authorised by an ingest key
 //! or by the bearer API key of a member (or above) of an organisation, whose data it then is.
 //! A map is checked to be a version 3 source map without building it in memory (a 16 MiB map of
 //! tiny values would otherwise cost far more than its size), and stored zstd-compressed.
@@ -12,6 +13,7 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use redb::{TableDefinition, WriteTransaction};
 use serde::de::IgnoredAny;
@@ -85,6 +87,7 @@ pub struct SourceMapUpload {
     responses((status = 201, body = SourceMapCreated),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json")))]
 pub async fn post_sourcemap(
@@ -94,18 +97,11 @@ pub async fn post_sourcemap(
 ) -> Result<(StatusCode, Json<SourceMapCreated>), ApiError> {
     let (mut parts, body) = request.into_parts();
     let limit = ingest.settings().max_sourcemap_bytes;
+    // Size declared, credential, then the body under its cap: up to 16 MiB is buffered only for
+    // a sender who may upload.
+    body::check_declared_length(&parts.headers, limit)?;
+    let org = uploader_org(&ingest, &auth, &mut parts).await?;
     let raw = read_body(body, ingest.body_rules(limit)).await?;
-    let by_member =
-        gate::presented_key(&parts).is_none() && parts.headers.contains_key(header::AUTHORIZATION);
-    let org = if by_member {
-        Member::from_request_parts(&mut parts, &auth)
-            .await?
-            .0
-            .org_id
-    } else {
-        gate::require_key(&ingest, &parts)?;
-        ingest.org().await?
-    };
     let encoding = body::encoding(&parts.headers)?;
     let media = body::media_type(&parts.headers, true)?;
     let content_type = parts
@@ -129,6 +125,19 @@ pub async fn post_sourcemap(
         .await
         .map_err(ApiError::from)?;
     Ok((StatusCode::CREATED, Json(SourceMapCreated { id })))
+}
+
+/// The organisation an upload is for: the bearer API key's (a member or above), else the ingest
+/// key's. 401 (or 403 for too low a role) without a valid one.
+async fn uploader_org(ingest: &Ingest, auth: &Auth, parts: &mut Parts) -> Result<OrgId, ApiError> {
+    let by_member =
+        gate::presented_key(parts).is_none() && parts.headers.contains_key(header::AUTHORIZATION);
+    if by_member {
+        let Member(caller) = Member::from_request_parts(parts, auth).await?;
+        return Ok(caller.org_id);
+    }
+    gate::require_key(ingest, parts)?;
+    ingest.org().await
 }
 
 async fn blocking<T: Send + 'static>(

@@ -302,6 +302,7 @@ fn cors_on_preflight_and_on_every_response() {
         allowed.headers
     );
     let other = from("https://evil.example");
+    other.problem(403, "forbidden_origin");
     assert_eq!(other.header("access-control-allow-origin"), "");
     assert!(other.header("vary").contains("Origin"));
     let preflight = http()
@@ -312,6 +313,69 @@ fn cors_on_preflight_and_on_every_response() {
         (reply.status, reply.header("access-control-allow-origin")),
         (204, "https://app.example.com")
     );
+}
+
+#[test]
+fn a_listed_origin_or_none_may_send_and_every_other_origin_is_refused() {
+    let server = ingest_server(&[("WEB_INGEST_ALLOWED_ORIGINS", "https://app.example.com")]);
+    let events = json!({"events": [event("from a page")]});
+    let map = json!({"version": 3, "sources": ["a.ts"], "names": [], "mappings": "AAAA"});
+    let bodies = [
+        ("/ingest/web-errors", events.clone()),
+        (
+            "/ingest/web-sessions",
+            json!({"sessions": [{"id": "s1", "started_at": 1_795_348_800_000u64, "url": "https://app.example.com/"}]}),
+        ),
+        ("/ingest/spans", json!({"spans": []})),
+        (
+            "/ingest/sourcemaps",
+            json!({"release": "1", "file": "/a.js", "sourcemap": map}),
+        ),
+        ("/ingest/ab-uniques", json!({"exposures": []})),
+    ];
+    for origin in [
+        "https://evil.example",
+        "null",
+        "https://app.example.com.evil.example",
+    ] {
+        for (path, body) in &bodies {
+            let request = keyed(&server, Method::POST, path)
+                .header("origin", origin)
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            let reply = send(request);
+            reply.problem(403, "forbidden_origin");
+            assert_eq!(
+                reply.header("access-control-allow-origin"),
+                "",
+                "{origin} {path}"
+            );
+        }
+        let config = keyed(&server, Method::GET, "/ingest/ab-config").header("origin", origin);
+        send(config).problem(403, "forbidden_origin");
+        // The preflight grants nothing, so a browser does not even send the request.
+        let preflight = http()
+            .request(Method::OPTIONS, server.url("/ingest/web-errors"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST");
+        let reply = send(preflight);
+        assert_eq!(reply.status, 204);
+        assert_eq!(reply.header("access-control-allow-origin"), "", "{origin}");
+    }
+    let key = owner_key(&server);
+    assert!(all_errors(&server, &key).is_empty(), "nothing stored");
+
+    // The listed origin, and senders without Origin (servers, curl), keep working.
+    let listed = keyed(&server, Method::POST, "/ingest/web-errors")
+        .header("origin", "https://app.example.com")
+        .header("content-type", "application/json")
+        .body(events.to_string());
+    assert_eq!(accepted(&send(listed))["accepted"], 1);
+    assert_eq!(
+        accepted(&post(&server, "/ingest/web-errors", &events))["accepted"],
+        1
+    );
+    assert_eq!(all_errors(&server, &key).len(), 2);
 }
 
 #[test]
