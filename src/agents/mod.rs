@@ -6,6 +6,7 @@
 //! the terminal endpoint reads only a shell ticket, spent on first presentation; every
 //! websocket task watches the shutdown signal, so stopping the server ends them all.
 
+pub mod access;
 pub mod api;
 pub mod connect;
 pub mod db;

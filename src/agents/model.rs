@@ -3,14 +3,15 @@
 //!
 //! Invariants: no secret is ever stored, only its SHA-256 digest (the token or ticket itself
 //! exists in one HTTP response and on the holder's side); a ticket is bound to one user, one
-//! organisation and one agent, and works once, before `expires_at`.
+//! organisation and one agent, and works once, before `expires_at`, while its user is still an
+//! admin of that organisation and has not been logged out everywhere since it was minted.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::protocol::HostMetrics;
-use crate::accounts::model::{OrgId, UserId};
+use crate::accounts::model::{OrgId, Role, UserId};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
 
@@ -88,6 +89,14 @@ impl Record for ShellTicket {
     const KIND: &'static str = "shell_ticket";
 }
 
+impl ShellTicket {
+    /// When it was minted: every ticket lives `TICKET_LIFETIME`.
+    pub fn issued_at(&self) -> Timestamp {
+        let lifetime = TICKET_LIFETIME.as_millis() as i64;
+        Timestamp(self.expires_at.0.saturating_sub(lifetime))
+    }
+}
+
 /// The record of one terminal session, written when it starts and completed when it ends, in
 /// the same transactions as its `agent.shell.started` and `agent.shell.ended` audit events.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,6 +126,10 @@ pub enum TicketRefusal {
     UnknownOrUsed,
     Expired,
     OtherAgent,
+    /// Its user is no longer a member of the organisation, or no longer an admin there.
+    NotAdmin,
+    /// Its user was logged out everywhere (RegisterUserLogout) after it was minted.
+    Revoked,
 }
 
 /// Whether `ticket` (already removed from the store: presenting it spends it) opens a
@@ -132,6 +145,19 @@ pub fn redeem(
     }
     if &ticket.agent_id != agent {
         return Err(TicketRefusal::OtherAgent);
+    }
+    Ok(())
+}
+
+/// Whether the user of a ticket may still open a terminal: `role` is their role in the
+/// ticket's organisation now (None: no longer a member), `revoked` whether a RegisterUserLogout
+/// came after the ticket was minted.
+pub fn holder_may_open(role: Option<Role>, revoked: bool) -> Result<(), TicketRefusal> {
+    if !role.is_some_and(|role| role.at_least(Role::Admin)) {
+        return Err(TicketRefusal::NotAdmin);
+    }
+    if revoked {
+        return Err(TicketRefusal::Revoked);
     }
     Ok(())
 }
@@ -168,6 +194,27 @@ mod tests {
         for (ticket, agent, now, expected) in cases {
             assert_eq!(redeem(ticket, agent, Timestamp(now)), expected);
         }
+    }
+
+    #[test]
+    fn only_a_current_admin_not_logged_out_since_may_open() {
+        let cases = [
+            (Some(Role::Owner), false, Ok(())),
+            (Some(Role::Admin), false, Ok(())),
+            (Some(Role::Member), false, Err(TicketRefusal::NotAdmin)),
+            (Some(Role::Viewer), false, Err(TicketRefusal::NotAdmin)),
+            (None, false, Err(TicketRefusal::NotAdmin)),
+            (Some(Role::Admin), true, Err(TicketRefusal::Revoked)),
+        ];
+        for (role, revoked, expected) in cases {
+            assert_eq!(
+                holder_may_open(role, revoked),
+                expected,
+                "{role:?} {revoked}"
+            );
+        }
+        let minted = ticket(&AgentId::generate(), 30_000);
+        assert_eq!(minted.issued_at(), Timestamp(0));
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //! the credential, and it is bound to the user, organisation and agent it was minted for; it
 //! is stored as a SHA-256 digest and removed in the same transaction that checks it, so two
 //! concurrent presentations cannot both win. The `Origin` check runs before the ticket is
-//! touched, so a cross-site attempt does not burn it. Every session is audited when it starts
-//! and when it ends (who, agent, duration, bytes each way), and its `ShellSession` row is
+//! touched, so a cross-site attempt does not burn it. Redemption checks the user's rights as
+//! they are then (still an admin of the organisation, not logged out everywhere since the
+//! ticket was minted), and a running terminal closes as soon as that user is logged out
+//! everywhere (`access::AccessWatch`). Every session is audited when it starts
+//! and when it ends (who, agent, duration, bytes each way, why), and its `ShellSession` row is
 //! written in those same two transactions, so the session list and the audit log agree.
 
 use std::time::Instant;
@@ -24,10 +27,12 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::access::{self, AccessWatch, Subscription};
 use super::hub::{OpenRefusal, ShellEvent, ToAgent};
 use super::model::{self, Agent, AgentId, ShellSession, ShellSessionId, ShellTicket};
 use super::protocol::{self, ServerMessage, TerminalControl};
 use super::{Agents, db};
+use crate::accounts::db as accounts_db;
 use crate::auth::audit::{self, Actor};
 use crate::auth::{Admin, Auth};
 use crate::http::error::Problem;
@@ -117,10 +122,11 @@ async fn create_ticket(
     params(("id" = String, Path, description = "agent id"),
         ("ticket" = String, Query, description = "a ticket from POST /api/v1/agents/{id}/shell/ticket")),
     responses((status = 101, description = "switching to the terminal"),
-        (status = 401, description = "used, expired or foreign ticket", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "used, expired or foreign ticket, or its user is no longer an admin here or was logged out everywhere", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "cross-site Origin", body = Problem, content_type = "application/problem+json")))]
 async fn open_terminal(
     State(agents): State<Agents>,
+    State(auth): State<Auth>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     ClientAddr(client): ClientAddr,
@@ -134,7 +140,10 @@ async fn open_terminal(
             "the terminal opens only from this server's own pages",
         ));
     }
-    let (ticket, agent) = redeem_ticket(&agents, &id, query.as_deref()).await?;
+    // Subscribed before the ticket is checked: no logout can fall between check and relay.
+    let subscription = Subscription::start(&auth);
+    let (ticket, agent) = redeem_ticket(&agents, &subscription, &id, query.as_deref()).await?;
+    let watch = subscription.watch(ticket.user_id.clone(), ticket.issued_at());
     let upgrade = upgrade.map_err(|rejection| {
         ApiError::new(
             ErrorCode::InvalidParameter,
@@ -160,19 +169,21 @@ async fn open_terminal(
     };
     Ok(upgrade
         .max_message_size(protocol::MAX_MESSAGE_BYTES)
-        .on_upgrade(move |socket| serve_terminal(agents, agent, actor, record, socket)))
+        .on_upgrade(move |socket| serve_terminal(agents, agent, actor, record, watch, socket)))
 }
 
 /// Spends the ticket of `query` and returns it with its agent, or `401 invalid_ticket`.
 async fn redeem_ticket(
     agents: &Agents,
+    subscription: &Subscription,
     id: &str,
     query: Option<&str>,
 ) -> Result<(ShellTicket, Agent), ApiError> {
     let invalid = || {
         ApiError::new(
             ErrorCode::InvalidTicket,
-            "the shell ticket is unknown, used, expired or for another agent",
+            "the shell ticket is unknown, used, expired or for another agent, or its user may no \
+             longer open terminals here",
         )
     };
     let secret = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -181,12 +192,27 @@ async fn redeem_ticket(
         .ok_or_else(invalid)?;
     let digest = hex::encode(crate::auth::token_digest(&secret));
     let now = agents.clock().now();
-    let taken = agents
+    // The role is read in the transaction that spends the ticket: a role change or removal
+    // committed before it is seen, one committed after it is heard by the relay.
+    let (taken, role) = agents
         .store()
-        .write(move |txn| db::take_ticket(txn, &digest))
+        .write(move |txn| {
+            let taken = db::take_ticket(txn, &digest)?;
+            let role = match &taken {
+                Some(ticket) => accounts_db::get_membership(txn, &ticket.org_id, &ticket.user_id)?
+                    .map(|membership| membership.role),
+                None => None,
+            };
+            Ok::<_, StoreError>((taken, role))
+        })
         .await?;
     let agent_id = AgentId::parse(id).map_err(|_| invalid())?;
-    if let Err(refusal) = model::redeem(taken.as_ref(), &agent_id, now) {
+    let checked = model::redeem(taken.as_ref(), &agent_id, now).and_then(|()| {
+        let ticket = taken.as_ref().ok_or(model::TicketRefusal::UnknownOrUsed)?;
+        let revoked = subscription.cut_off(&ticket.user_id, ticket.issued_at());
+        model::holder_may_open(role, revoked)
+    });
+    if let Err(refusal) = checked {
         tracing::info!(agent = %agent_id, ?refusal, "shell ticket refused");
         return Err(invalid());
     }
@@ -212,6 +238,7 @@ async fn serve_terminal(
     agent: Agent,
     actor: Actor,
     mut record: ShellSession,
+    watch: AccessWatch,
     mut socket: WebSocket,
 ) {
     let link = match agents.hub().open_session(&agent.id) {
@@ -246,7 +273,7 @@ async fn serve_terminal(
     let reason = if link.to_agent.send(ToAgent::Control(open)).await.is_err() {
         "the agent disconnected".to_string()
     } else {
-        relay(&agents, link, &mut socket, &mut traffic).await
+        relay(&agents, link, watch, &mut socket, &mut traffic).await
     };
     agents.hub().end_session(&agent.id, session);
     record.ended_at = Some(agents.clock().now());
@@ -272,6 +299,7 @@ async fn serve_terminal(
 async fn relay(
     agents: &Agents,
     mut link: super::hub::SessionLink,
+    mut watch: AccessWatch,
     socket: &mut WebSocket,
     traffic: &mut Traffic,
 ) -> String {
@@ -320,6 +348,11 @@ async fn relay(
                 }
                 None => break "the agent disconnected".to_string(),
             },
+            () = watch.revoked() => {
+                let reason = access::ACCESS_REVOKED_CLOSE_REASON;
+                close(socket, access::ACCESS_REVOKED_CLOSE_CODE, reason).await;
+                break access::ACCESS_REVOKED.to_string();
+            }
             () = agents.stopped() => {
                 close(socket, 1001, "the server is shutting down").await;
                 break "the server is shutting down".to_string();

@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::auth_support::{Session, add_user, sign_in};
 use crate::harness::{BIN, TestServer, text, wait_for};
+use crate::http_basics::send;
 
 pub(crate) const OWNER: &str = "owner@example.com";
 
@@ -280,4 +281,71 @@ pub(crate) fn audit_entries(server: &TestServer, session: &Session, action: &str
         .into_iter()
         .filter(|item| item["action"] == action)
         .collect()
+}
+
+/// One way an admin loses the rights a terminal rests on; each ends in a RegisterUserLogout.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Revoke {
+    /// The owner makes the admin a member.
+    Demote,
+    /// The owner removes the admin from the organisation.
+    Remove,
+    /// The admin signs out everywhere.
+    LogoutEverywhere,
+    /// The owner resets the admin's second factor (the admin must have one).
+    ResetTwoFactor,
+}
+
+impl Revoke {
+    /// Does it to `admin` through the API, asserting success.
+    pub fn apply(self, server: &TestServer, owner: &Session, admin: &Session) {
+        let member = format!("/api/v1/orgs/me/members/{}", admin.user_id());
+        let delete = |path: &str| {
+            let request = owner.request(server, reqwest::Method::DELETE, path);
+            send(request.header("x-csrf-token", &owner.csrf))
+        };
+        let reply = match self {
+            Revoke::Demote => owner.write(
+                server,
+                reqwest::Method::PATCH,
+                &member,
+                &json!({"role": "member"}),
+            ),
+            Revoke::Remove => delete(&member),
+            Revoke::LogoutEverywhere => admin.post_empty(server, "/api/v1/auth/logout-everywhere"),
+            Revoke::ResetTwoFactor => delete(&format!("{member}/two-factor")),
+        };
+        assert!(
+            reply.status == 200 || reply.status == 204,
+            "{self:?}: {} {}",
+            reply.status,
+            text(&reply.body)
+        );
+    }
+}
+
+/// Creates an admin of the default organisation and signs them in.
+pub(crate) fn signed_in_admin(server: &TestServer, email: &str) -> Session {
+    add_user(server, email, "admin");
+    sign_in(server, email)
+}
+
+/// Asks the shell for its process id and returns it.
+pub(crate) async fn shell_pid(terminal: &mut Terminal) -> u32 {
+    // The typed line echoes as `"[$$]"`; only the output has `]` right before the line end.
+    type_bytes(terminal, "echo \"[$$]\"\n").await;
+    let seen = read_until(terminal, "]\r\n").await;
+    let end = seen.rfind("]\r\n").unwrap();
+    let start = seen[..end].rfind('[').unwrap();
+    seen[start + 1..end].parse().expect("a shell pid")
+}
+
+/// Whether process `pid` of this machine has ended (gone, or a zombie nobody reaped yet).
+pub(crate) fn process_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => true,
+    }
 }

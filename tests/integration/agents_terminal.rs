@@ -1,8 +1,10 @@
 //! The terminal through the real binary: single-use shell tickets, the Origin check, an
 //! interactive round trip to a PTY on a real `lookout agent`, resize, `--no-shell`, and the
-//! audit entries and session list (`GET /api/v1/agents/{id}/sessions`) of every session.
+//! audit entries and session list (`GET /api/v1/agents/{id}/sessions`) of every session, and
+//! the rule that a terminal never outlives its user's rights (checked at redemption, closed
+//! within a second of a demotion, removal, second-factor reset or sign-out everywhere).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
 use reqwest::Method;
@@ -10,10 +12,11 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::agents_support::{
-    OWNER, audit_entries, online_agent, open_refused, open_websocket, read_close, read_until,
-    runtime, server_with_owner, ticket, type_bytes,
+    OWNER, Revoke, audit_entries, online_agent, open_refused, open_websocket, process_ended,
+    read_close, read_until, runtime, server_with_owner, shell_pid, signed_in_admin, ticket,
+    type_bytes,
 };
-use crate::auth_support::{add_user, bearer, create_key, sign_in};
+use crate::auth_support::{add_user, bearer, create_key, enrol as enrol_two_factor, sign_in};
 use crate::harness::{text, wait_for};
 
 #[test]
@@ -225,4 +228,96 @@ fn no_shell_agents_refuse_terminals_and_viewers_cannot_mint_tickets() {
         .send()
         .unwrap();
     assert_eq!(by_key.status(), 403, "an API key minted a shell ticket");
+}
+
+#[test]
+fn a_ticket_opens_nothing_once_its_user_lost_the_rights_it_was_minted_with() {
+    let (server, owner) = server_with_owner();
+    let (_process, agent) = online_agent(&server, &owner, "web-1", &[]);
+    let agent_id = agent["id"].as_str().unwrap();
+    let runtime = runtime();
+    for (n, revoke) in [Revoke::Demote, Revoke::Remove, Revoke::LogoutEverywhere]
+        .into_iter()
+        .enumerate()
+    {
+        let admin = signed_in_admin(&server, &format!("admin-{n}@example.com"));
+        let url = ticket(&server, &admin, agent_id)["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        revoke.apply(&server, &owner, &admin);
+        let refused = runtime.block_on(open_refused(&url, None, None));
+        assert_eq!(
+            (refused.status, refused.code.as_str()),
+            (401, "invalid_ticket"),
+            "{revoke:?}"
+        );
+    }
+    assert!(audit_entries(&server, &owner, "agent.shell.started").is_empty());
+    // The owner, whose rights did not change, still opens one.
+    let url = ticket(&server, &owner, agent_id)["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(runtime.block_on(open_websocket(&url, None, None)).is_ok());
+}
+
+#[test]
+fn an_open_terminal_closes_within_a_second_when_its_user_loses_rights() {
+    let (server, owner) = server_with_owner();
+    let (_process, agent) = online_agent(&server, &owner, "web-1", &[]);
+    let agent_id = agent["id"].as_str().unwrap();
+    let runtime = runtime();
+    let revokes = [
+        Revoke::Demote,
+        Revoke::Remove,
+        Revoke::LogoutEverywhere,
+        Revoke::ResetTwoFactor,
+    ];
+    for (n, revoke) in revokes.into_iter().enumerate() {
+        let admin = signed_in_admin(&server, &format!("admin-{n}@example.com"));
+        if matches!(revoke, Revoke::ResetTwoFactor) {
+            enrol_two_factor(&server, &admin);
+        }
+        let url = ticket(&server, &admin, agent_id)["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (mut terminal, pid) = runtime.block_on(async {
+            let mut terminal = open_websocket(&url, None, None).await.expect("terminal");
+            let pid = shell_pid(&mut terminal).await;
+            (terminal, pid)
+        });
+        let revoked_at = Instant::now();
+        revoke.apply(&server, &owner, &admin);
+        let (code, reason) = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(1), read_close(&mut terminal))
+                .await
+                .unwrap_or_else(|_| panic!("{revoke:?}: the terminal stayed open for 1 s"))
+        });
+        let elapsed = revoked_at.elapsed();
+        assert!(elapsed < Duration::from_secs(1), "{revoke:?}: {elapsed:?}");
+        assert_eq!(code, 4401, "{revoke:?}: {reason}");
+        assert!(reason.starts_with("access_revoked"), "{revoke:?}: {reason}");
+        // The shell behind it is gone too: nothing typed there runs or echoes any more.
+        wait_for("the shell ended", Duration::from_secs(5), || {
+            process_ended(pid).then_some(())
+        });
+
+        let user_id = admin.user_id();
+        let ended = wait_for("audit of the session end", Duration::from_secs(5), || {
+            let entries = audit_entries(&server, &owner, "agent.shell.ended");
+            entries.into_iter().find(|e| e["actor_user_id"] == user_id)
+        });
+        assert_eq!(ended["detail"]["reason"], "access_revoked", "{revoke:?}");
+        let sessions = owner
+            .get(&server, &format!("/api/v1/agents/{agent_id}/sessions"))
+            .json();
+        let row = sessions["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["user_id"] == user_id);
+        assert_eq!(row.unwrap()["reason"], "access_revoked", "{revoke:?}");
+    }
 }
