@@ -118,7 +118,6 @@ async fn receive<T: Send + 'static>(
     ingest: &Ingest,
     request: Request,
     field: &'static str,
-    scrub_items: bool,
     parse: fn(&Value, &ItemContext) -> Result<T, String>,
 ) -> Result<Batch<T>, ApiError> {
     let (mut parts, body) = request.into_parts();
@@ -136,7 +135,7 @@ async fn receive<T: Send + 'static>(
         client_ip: stored_client_ip(ingest, &mut parts).await?,
     };
     let (limit, max_items) = (settings.max_body_bytes, settings.max_events);
-    let scrub_items = scrub_items && settings.scrub_pii;
+    let scrub_items = settings.scrub_pii;
     let parsed = ingest.cpu_work(move || {
         let decoded = body::decode(&raw, encoding, limit)?;
         let mut items = body::parse_batch(&decoded, field)?;
@@ -200,7 +199,7 @@ async fn post_web_errors(
     let parse = |item: &Value, context: &ItemContext| {
         errors::parse_event(item, context.received_at, context.client_ip.as_deref())
     };
-    let batch = receive(&ingest, request, "events", true, parse).await?;
+    let batch = receive(&ingest, request, "events", parse).await?;
     let count = batch.accepted.len();
     if count > 0 {
         let (org, events) = (batch.org.clone(), batch.accepted);
@@ -248,7 +247,7 @@ async fn post_web_sessions(
     let parse = |item: &Value, context: &ItemContext| {
         sessions::parse_session(item, context.received_at, context.client_ip.as_deref())
     };
-    let batch = receive(&ingest, request, "sessions", true, parse).await?;
+    let batch = receive(&ingest, request, "sessions", parse).await?;
     let count = batch.accepted.len();
     if count > 0 {
         let (org, items) = (batch.org, batch.accepted);
@@ -276,7 +275,7 @@ async fn post_spans(
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let parse = |item: &Value, context: &ItemContext| spans::parse_span(item, context.received_at);
-    let batch = receive(&ingest, request, "spans", true, parse).await?;
+    let batch = receive(&ingest, request, "spans", parse).await?;
     let count = batch.accepted.len();
     if count > 0 {
         let (org, items) = (batch.org, batch.accepted);
@@ -303,10 +302,10 @@ async fn post_ab_uniques(
     State(ingest): State<Ingest>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
-    // Visitor ids are stored only as digests, so exposures are not scrubbed: scrubbing would
-    // merge every visitor whose id looks like an address into one.
+    // Scrubbed as every kind is; the visitor id is kept (`scrub`), since only its digest is
+    // stored and scrubbing would merge every visitor whose id looks like an address into one.
     let parse = |item: &Value, context: &ItemContext| parse_exposure(item, context.received_at);
-    let batch = receive(&ingest, request, "exposures", false, parse).await?;
+    let batch = receive(&ingest, request, "exposures", parse).await?;
     let mut rejected = batch.rejected;
     let mut count = batch.accepted.len();
     if count > 0 {

@@ -8,7 +8,8 @@
 //! A map is checked to be a version 3 source map without building it in memory (a 16 MiB map of
 //! tiny values would otherwise cost far more than its size), and stored zstd-compressed.
 //! Uploading for the same release and file again replaces the map. Maps are not scrubbed (that
-//! would corrupt them); the `file` URL is, exactly as frame URLs are, so the two still match.
+//! would corrupt them); the `file` URL and the `release` are, exactly as frame URLs and event
+//! releases are, so the two still match.
 
 use axum::Json;
 use axum::body::Body;
@@ -250,13 +251,17 @@ fn prepare(
     }
     let compressed =
         zstd::stream::encode_all(upload.map.as_bytes(), 3).map_err(ApiError::internal)?;
-    let file = match scrub_pii {
-        true => scrub::scrub_text(&upload.file).into_owned(),
-        false => upload.file,
+    // Scrubbed as the events' `release` and frame files are, so the two still match.
+    let (release, file) = match scrub_pii {
+        true => (
+            scrub::scrub_release(&upload.release).into_owned(),
+            scrub::scrub_text(&upload.file).into_owned(),
+        ),
+        false => (upload.release, upload.file),
     };
     let record = SourceMap {
         id: SourceMapId::generate(),
-        release: upload.release,
+        release,
         file,
         size: upload.map.len() as u64,
         uploaded_at: now,
