@@ -189,18 +189,7 @@ impl<R: Record> RecordTable<R> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<R>, StoreError> {
-        let prefix = super::tables::owner_prefix(owner);
-        let after = after.map(|id| super::tables::composite_key(owner, id));
-        let scan = Scan {
-            prefix: &prefix,
-            after: after.as_deref(),
-            limit,
-        };
-        Ok(self
-            .scan(txn, scan)?
-            .into_iter()
-            .map(|(_, record)| record)
-            .collect())
+        page_of_owner(owner, after, limit, |scan| self.scan(txn, scan))
     }
 }
 
@@ -303,18 +292,7 @@ impl IndexTable {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let prefix = super::tables::owner_prefix(owner);
-        let after = after.map(|id| super::tables::composite_key(owner, id));
-        let scan = Scan {
-            prefix: &prefix,
-            after: after.as_deref(),
-            limit,
-        };
-        Ok(self
-            .scan(txn, scan)?
-            .into_iter()
-            .map(|(_, target)| target)
-            .collect())
+        page_of_owner(owner, after, limit, |scan| self.scan(txn, scan))
     }
 }
 
@@ -419,4 +397,22 @@ impl<R: Record> SecretTable<R> {
             }),
         }
     }
+}
+
+/// One page of the rows keyed `{owner}/{id}` after the id `after`, as `scan` reads them,
+/// without their keys: the list page of an owner's records or of its index.
+fn page_of_owner<T>(
+    owner: &str,
+    after: Option<&str>,
+    limit: usize,
+    scan: impl FnOnce(Scan<'_>) -> Result<Vec<(String, T)>, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let prefix = super::tables::owner_prefix(owner);
+    let after = after.map(|id| super::tables::composite_key(owner, id));
+    let rows = scan(Scan {
+        prefix: &prefix,
+        after: after.as_deref(),
+        limit,
+    })?;
+    Ok(rows.into_iter().map(|(_, value)| value).collect())
 }
