@@ -32,7 +32,7 @@ use crate::agents::Agents;
 use crate::auth::{Admin, Auth};
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::http::error::{ApiError, ErrorCode};
+use crate::http::error::ApiError;
 use crate::http::extract::{BodyRules, ClientAddr, TrustedProxies};
 use crate::http::middleware::{self, HeadLimits, MakeUlidRequestId};
 use crate::http::serve::{ConnectionLimits, serve};
@@ -173,10 +173,9 @@ pub fn build_router(state: AppState) -> Router {
     let ingest = state.ingest.clone();
     api.route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .route("/", get(crate::http::ui::index))
-        .route("/setup", get(crate::http::ui::setup_page))
-        .route("/assets/{*path}", get(crate::http::ui::static_asset))
-        .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no resource at this path") })
+        .route("/assets/{*path}", get(crate::http::ui::app_file))
+        .route("/vendor/{*path}", get(crate::http::ui::vendor_file))
+        .fallback(crate::http::ui::fallback)
         .with_state(state)
         .layer(axum::middleware::from_fn(middleware::observe))
         .layer(axum::middleware::from_fn(

@@ -1,0 +1,76 @@
+// Time charts with uPlot, loaded only by pages that draw one: counts over time, deployment
+// markers as thin vertical lines with their version in a tooltip, a crosshair with values.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { html } from "../html.js";
+
+let library = null;
+function loadLibrary() {
+  if (!library) {
+    const sheet = document.createElement("link");
+    sheet.rel = "stylesheet";
+    sheet.href = "/vendor/uplot@1.6.32/uPlot.min.css";
+    document.head.appendChild(sheet);
+    library = import("uplot").then((module) => module.default);
+  }
+  return library;
+}
+
+function markerPlugin(markers, setHover) {
+  return {
+    hooks: {
+      draw: [(u) => {
+        const { ctx } = u;
+        ctx.save();
+        ctx.strokeStyle = getComputedStyle(document.documentElement).getPropertyValue("--accent") || "#3056d3";
+        ctx.lineWidth = 1;
+        for (const marker of markers) {
+          const x = u.valToPos(marker.at / 1000, "x", true);
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+          ctx.beginPath();
+          ctx.moveTo(x, u.bbox.top);
+          ctx.lineTo(x, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+        }
+        ctx.restore();
+      }],
+      setCursor: [(u) => {
+        const left = u.cursor.left;
+        if (left === null || left < 0) { setHover(null); return; }
+        const near = markers.find((marker) => Math.abs(u.valToPos(marker.at / 1000, "x") - left) < 4);
+        setHover(near || null);
+      }],
+    },
+  };
+}
+
+/**
+ * `times` in ms, `counts` numbers, `markers` [{at (ms), label}]. `label` names the chart for
+ * assistive technology; a table of the same data stays available beside it.
+ */
+export function TimeChart({ times, counts, markers = [], label, height = 180, seriesLabel = "events" }) {
+  const box = useRef(null);
+  const [hover, setHover] = useState(null);
+  useEffect(() => {
+    let plot = null;
+    let gone = false;
+    loadLibrary().then((uPlot) => {
+      if (gone || !box.current) return;
+      const width = box.current.clientWidth || 600;
+      plot = new uPlot({
+        width, height,
+        scales: { x: { time: true } },
+        axes: [{}, { size: 48 }],
+        legend: { show: true },
+        plugins: [markerPlugin(markers, setHover)],
+        series: [{}, { label: seriesLabel, stroke: "#3056d3", fill: "rgba(48,86,211,0.12)", width: 1.5 }],
+      }, [times.map((t) => t / 1000), counts], box.current);
+    });
+    const resize = () => plot && box.current && plot.setSize({ width: box.current.clientWidth, height });
+    window.addEventListener("resize", resize);
+    return () => { gone = true; window.removeEventListener("resize", resize); if (plot) plot.destroy(); };
+  }, [times, counts, markers]);
+  return html`<figure class="chart">
+    <div ref=${box} role="img" aria-label=${label}></div>
+    <figcaption class="meta">${hover ? `Deployment ${hover.label}` : label}</figcaption>
+  </figure>`;
+}
