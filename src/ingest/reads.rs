@@ -25,9 +25,10 @@ use super::views::*;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
+use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::{ApiError, ErrorCode};
+use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::search::query::SearchRequest;
 use crate::search::{Search, SearchError};
 use crate::store::codec::decode;
@@ -52,41 +53,6 @@ where
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
-}
-
-fn parameter(detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidParameter, detail)
-}
-
-/// The filters of a query string (each at most once).
-fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String>, ApiError> {
-    let mut found = HashMap::new();
-    for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if names.contains(&name.as_ref())
-            && found.insert(name.to_string(), value.into_owned()).is_some()
-        {
-            return Err(parameter(format!("{name}: given more than once")));
-        }
-    }
-    Ok(found)
-}
-
-/// `from` / `to`: RFC 3339 or epoch milliseconds.
-fn time_filter(
-    filters: &HashMap<String, String>,
-    name: &str,
-) -> Result<Option<Timestamp>, ApiError> {
-    let Some(text) = filters.get(name) else {
-        return Ok(None);
-    };
-    let parsed = match text.parse::<i64>() {
-        Ok(ms) if ms >= 0 => Some(Timestamp(ms)),
-        Ok(_) => None,
-        Err(_) => Timestamp::parse_rfc3339(text),
-    };
-    parsed
-        .map(Some)
-        .ok_or_else(|| parameter(format!("{name}: expected RFC 3339 or epoch milliseconds")))
 }
 
 async fn read<T: Send + 'static>(

@@ -19,6 +19,7 @@ mod auth_members;
 mod auth_org;
 mod auth_sessions;
 mod auth_support;
+mod auth_switch_org;
 mod auth_twofactor;
 mod backup;
 mod backup_data;
