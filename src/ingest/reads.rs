@@ -1,6 +1,7 @@
 //! Read APIs over ingested data (viewer and above): `GET /api/v1/errors` (stored events,
-//! newest first), `/api/v1/sessions` and `/api/v1/sessions/{id}`, `/api/v1/traces/{trace_id}`
-//! and `/api/v1/spans` (duration percentiles per span name).
+//! newest first), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with its errors and
+//! traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span
+//! name).
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -18,6 +19,7 @@ use utoipa_axum::routes;
 
 use super::errors::{EVENTS, EventId, SESSION_EVENTS};
 use super::fields::time_key;
+use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
 use super::traces::{build_tree, percentiles};
@@ -302,7 +304,8 @@ fn sessions_backwards(
     Ok((found, None))
 }
 
-/// One browser session by the client's id, with the errors that named it.
+/// One browser session by the client's id, with the errors that named it and the traces of
+/// the spans sent with it (newest first, at most 200).
 #[utoipa::path(get, path = "/api/v1/sessions/{id}", tag = "ingest",
     params(("id" = String, Path, description = "the client's session id")),
     responses((status = 200, body = SessionDetail),
@@ -336,7 +339,8 @@ async fn get_session(
                 errors.push(event);
             }
         }
-        Ok(Some(SessionDetail::new(session, errors)))
+        let traces = traces_of_session(txn, &org, &id)?;
+        Ok(Some(SessionDetail::new(session, errors, traces)))
     })
     .await?;
     found
