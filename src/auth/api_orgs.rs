@@ -26,6 +26,7 @@ use super::{Auth, Caller, Credential, audit, db, login};
 use crate::accounts;
 use crate::accounts::model::{Membership, Org, OrgId, Role};
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -49,6 +50,7 @@ pub struct OwnOrg {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OwnOrgList {
     pub items: Vec<OwnOrg>,
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -56,8 +58,8 @@ pub struct SwitchOrgRequest {
     pub org_id: String,
 }
 
-/// The joined memberships of `caller` with their organisations, oldest membership first (the
-/// one a sign-in without `org` picks); for an API key, its own organisation only.
+/// The joined memberships of `caller` with their organisations, in organisation id order
+/// (their creation order); for an API key, its own organisation only.
 fn own_orgs(
     txn: &redb::ReadTransaction,
     caller: &Caller,
@@ -71,7 +73,7 @@ fn own_orgs(
         }
     };
     memberships.retain(|membership| !membership.awaits_existing_account());
-    memberships.sort_by_key(|membership| membership.created_at);
+    memberships.sort_by(|a, b| a.org_id.as_str().cmp(b.org_id.as_str()));
     let mut found = Vec::with_capacity(memberships.len());
     for membership in memberships {
         if let Some(org) = accounts::db::get_org(txn, &membership.org_id)? {
@@ -83,12 +85,15 @@ fn own_orgs(
 
 /// The organisations the caller belongs to, with the caller's role in each.
 #[utoipa::path(get, path = "/api/v1/auth/orgs", tag = "auth",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, description = "joined organisations; an API key lists its own only", body = OwnOrgList)))]
 async fn list_own_orgs(
     State(auth): State<Auth>,
     caller: Caller,
+    page: PageRequest,
 ) -> Result<Json<OwnOrgList>, ApiError> {
     let orgs = auth.store().read(move |txn| own_orgs(txn, &caller)).await?;
+    let (orgs, next_cursor) = page.of_sorted(orgs, |(org, _)| org.id.to_string());
     let items = orgs
         .into_iter()
         .map(|(org, membership)| OwnOrg {
@@ -97,7 +102,7 @@ async fn list_own_orgs(
             role: membership.role,
         })
         .collect();
-    Ok(Json(OwnOrgList { items }))
+    Ok(Json(OwnOrgList { items, next_cursor }))
 }
 
 /// Signs the caller in to another of its organisations and ends the current session.
