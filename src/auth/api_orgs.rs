@@ -110,6 +110,7 @@ async fn list_own_orgs(
 #[utoipa::path(post, path = "/api/v1/auth/switch-org", tag = "auth", request_body = SwitchOrgRequest,
     responses(
         (status = 200, description = "signed in to that organisation (cookies set), as a sign-in answers", body = SessionResponse),
+        (status = 401, description = "session_revoked: this session was already exchanged or ended", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden (an API key cannot switch), ip_not_allowed (the target's allowlist) or csrf_failed", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found: not a member (or only invited) of that organisation", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -171,16 +172,8 @@ async fn switch_org(
                 return Ok::<_, StoreError>(false);
             }
             Revocations::write_session_logout(txn, &revoked)?;
-            let action = "auth.switch_org";
-            audit::record(
-                txn,
-                Some(&target),
-                &actor,
-                action,
-                None,
-                detail.clone(),
-                now,
-            )?;
+            let (action, detail) = ("auth.switch_org", detail.clone());
+            audit::record(txn, Some(&target), &actor, action, None, detail, now)?;
             Ok(true)
         })
         .await?;
