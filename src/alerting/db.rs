@@ -149,6 +149,14 @@ pub fn deployment_by_external_id(
         .ok_or_else(|| corrupt("deployment external id index", &key))
 }
 
+pub fn deployment_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &DeploymentId,
+) -> Result<Option<Deployment>, StoreError> {
+    DEPLOYMENTS.get(txn, &composite_key(org.as_str(), id.as_str()))
+}
+
 /// Up to `limit` deployments of `org` after `after`, oldest first.
 pub fn deployments_of_org(
     txn: &impl ReadTxn,

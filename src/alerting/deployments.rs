@@ -9,7 +9,7 @@
 //! so two concurrent reports cannot create two).
 
 use axum::Json;
-use axum::extract::{FromRef, RawQuery, State};
+use axum::extract::{FromRef, Path, RawQuery, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -38,6 +38,7 @@ where
     OpenApiRouter::new()
         .routes(routes!(deployment_webhook))
         .routes(routes!(list_deployments))
+        .routes(routes!(get_deployment))
 }
 
 /// The generic CI body. Unknown fields are ignored: CI templates often carry extra context.
@@ -268,4 +269,25 @@ async fn list_deployments(
         items: rows.iter().map(deployment_view).collect(),
         next_cursor,
     }))
+}
+
+/// One deployment (the page a webhook payload's `url` opens).
+#[utoipa::path(get, path = "/api/v1/deployments/{id}", tag = "deployments",
+    params(("id" = String, Path, description = "dep_…")),
+    responses((status = 200, body = DeploymentResponse),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn get_deployment(
+    State(notify): State<Notify>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> Result<Json<DeploymentResponse>, ApiError> {
+    // A malformed id names no deployment: the same 404 as an unknown one.
+    let id = DeploymentId::parse(&id).map_err(|_| ApiError::not_found("deployment"))?;
+    let org = caller.org_id.clone();
+    let deployment = notify
+        .store()
+        .read(move |txn| db::deployment_of_org(txn, &org, &id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("deployment"))?;
+    Ok(Json(deployment_view(&deployment)))
 }

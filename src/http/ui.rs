@@ -49,13 +49,19 @@ enum Caching {
 
 /// One file's compressed form, kept per content digest so a changed file (development builds read
 /// `web/` from disk) is never answered with a stale body. Bounded by the number of files.
-fn gzip_cache() -> &'static Mutex<HashMap<[u8; 32], Arc<Vec<u8>>>> {
-    static CACHE: OnceLock<Mutex<HashMap<[u8; 32], Arc<Vec<u8>>>>> = OnceLock::new();
+type GzipCache = Mutex<HashMap<[u8; 32], Arc<Vec<u8>>>>;
+
+fn gzip_cache() -> &'static GzipCache {
+    static CACHE: OnceLock<GzipCache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
 fn gzipped(digest: [u8; 32], data: &[u8]) -> Arc<Vec<u8>> {
-    if let Some(hit) = gzip_cache().lock().ok().and_then(|cache| cache.get(&digest).cloned()) {
+    if let Some(hit) = gzip_cache()
+        .lock()
+        .ok()
+        .and_then(|cache| cache.get(&digest).cloned())
+    {
         return hit;
     }
     let mut encoder = GzEncoder::new(Vec::with_capacity(data.len() / 3), Compression::best());
@@ -77,8 +83,8 @@ pub fn content_security_policy() -> &'static HeaderValue {
         let import_map = Assets::get("index.html")
             .map(|file| inline_import_map(&String::from_utf8_lossy(&file.data)))
             .unwrap_or_default();
-        let digest = base64::engine::general_purpose::STANDARD
-            .encode(Sha256::digest(import_map.as_bytes()));
+        let digest =
+            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(import_map.as_bytes()));
         let policy = format!(
             "default-src 'self'; script-src 'self' 'sha256-{digest}'; style-src 'self'; \
              img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; \
@@ -94,7 +100,9 @@ fn inline_import_map(html: &str) -> String {
     let Some(start) = html.find(OPEN).map(|at| at + OPEN.len()) else {
         return String::new();
     };
-    let end = html[start..].find("</script>").map_or(start, |len| start + len);
+    let end = html[start..]
+        .find("</script>")
+        .map_or(start, |len| start + len);
     html[start..end].to_string()
 }
 
@@ -126,10 +134,19 @@ fn not_modified(request: &HeaderMap, etag: &str) -> bool {
 
 /// Headers every UI response carries, whatever its body.
 fn protect(headers: &mut HeaderMap) {
-    headers.insert(header::CONTENT_SECURITY_POLICY, content_security_policy().clone());
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        content_security_policy().clone(),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
 }
 
 fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap) -> Response {
@@ -141,10 +158,17 @@ fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap
         return ApiError::new(ErrorCode::NotFound, "no file at this path").into_response();
     };
     let digest = file.metadata.sha256_hash();
-    let hex: String = digest[..16].iter().map(|byte| format!("{byte:02x}")).collect();
+    let hex: String = digest[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     let gzip = file.data.len() >= COMPRESS_FROM_BYTES && accepts_gzip(request);
     // Strong ETags name one representation: the compressed body gets its own.
-    let etag = if gzip { format!("\"{hex}-gz\"") } else { format!("\"{hex}\"") };
+    let etag = if gzip {
+        format!("\"{hex}-gz\"")
+    } else {
+        format!("\"{hex}\"")
+    };
 
     let mut response = if not_modified(request, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
@@ -181,14 +205,23 @@ fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap
 /// `/assets/{path}`: the app's own modules and styles (`web/app/`).
 pub async fn app_file(method: Method, uri: Uri, request: HeaderMap) -> Response {
     let path = uri.path().trim_start_matches("/assets/");
-    serve_file(&format!("app/{path}"), Caching::Revalidate, &method, &request)
+    serve_file(
+        &format!("app/{path}"),
+        Caching::Revalidate,
+        &method,
+        &request,
+    )
 }
 
 /// `/vendor/{name@version}/{file}`: pinned third-party modules, immutable by their path.
 pub async fn vendor_file(method: Method, uri: Uri, request: HeaderMap) -> Response {
     let path = uri.path().trim_start_matches('/');
     let versioned = path.split('/').nth(1).is_some_and(|dir| dir.contains('@'));
-    let caching = if versioned { Caching::Immutable } else { Caching::Revalidate };
+    let caching = if versioned {
+        Caching::Immutable
+    } else {
+        Caching::Revalidate
+    };
     serve_file(path, caching, &method, &request)
 }
 
@@ -236,10 +269,15 @@ mod tests {
     fn the_shell_and_its_modules_are_embedded() {
         assert!(Assets::get("index.html").is_some());
         assert!(Assets::get("app/main.js").is_some());
-        assert!(Assets::get("vendor/update").is_none(), "maintainer script is not served");
-        assert!(!inline_import_map(&String::from_utf8_lossy(
-            &Assets::get("index.html").unwrap().data
-        ))
-        .is_empty());
+        assert!(
+            Assets::get("vendor/update").is_none(),
+            "maintainer script is not served"
+        );
+        assert!(
+            !inline_import_map(&String::from_utf8_lossy(
+                &Assets::get("index.html").unwrap().data
+            ))
+            .is_empty()
+        );
     }
 }

@@ -214,3 +214,24 @@ fn from_and_to_keep_the_deployments_started_in_that_range() {
     let bad = session.get(&server, "/api/v1/deployments?from=yesterday");
     bad.problem(400, "invalid_parameter");
 }
+
+#[test]
+fn one_deployment_is_read_by_its_id_and_only_in_its_org() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    let body = json!({"service": "api", "environment": "production", "version": "4.2",
+        "status": "started"});
+    let reply = post_inbound(&server, "/api/v1/deployments/webhook", &token, &body);
+    assert_eq!(reply.status, 201, "{}", text(&reply.body));
+    let id = reply.json()["id"].as_str().unwrap().to_string();
+
+    let read = session.get(&server, &format!("/api/v1/deployments/{id}"));
+    assert_eq!(read.status, 200, "{}", text(&read.body));
+    assert_eq!(read.json()["version"], "4.2");
+    assert_eq!(read.json()["id"], id.as_str());
+    for unknown in ["dep_01J00000000000000000000000", "not-an-id"] {
+        let missing = session.get(&server, &format!("/api/v1/deployments/{unknown}"));
+        assert_eq!(missing.status, 404, "{unknown}: {}", text(&missing.body));
+    }
+}

@@ -183,7 +183,13 @@ fn healthz_answers_ok_and_every_response_carries_a_request_id() {
 fn unknown_paths_are_404_and_wrong_methods_405_problems() {
     let server = TestServer::start();
     // Page paths answer the app's shell (CONTRACT section 9); machine paths never do.
-    for path in ["/api/v1/nope", "/ingest/nope", "/assets/nope.js", "/vendor/nope.mjs", "/sdk/nope.js"] {
+    for path in [
+        "/api/v1/nope",
+        "/ingest/nope",
+        "/assets/nope.js",
+        "/vendor/nope.mjs",
+        "/sdk/nope.js",
+    ] {
         let reply = send(http().get(server.url(path)));
         assert!(!reply.header("x-request-id").is_empty(), "{path}");
         reply.problem(404, "not_found");
