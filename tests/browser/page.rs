@@ -154,9 +154,10 @@ impl Page {
             .to_string()
     }
 
-    /// Waits until the path and query satisfy `predicate`, and returns them.
-    pub fn wait_path(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
-        self.poll(&format!("the address to be {what}"), || {
+    /// Waits until the address's path and query (`/login?next=%2F`) satisfy `predicate`, and
+    /// returns them.
+    pub fn wait_url(&self, predicate: impl Fn(&str) -> bool) -> String {
+        self.poll("the address the test expects", || {
             let path = self.path();
             if predicate(&path) {
                 Ok(path)
@@ -270,8 +271,16 @@ impl Page {
         let _ = self
             .browser
             .evaluate("document.fonts.ready.then(() => true)");
-        self.save_png(&path)
-            .unwrap_or_else(|err| panic!("screenshot {}: {err}", path.display()));
+        // A blinking caret would make each run's picture differ: hidden while the picture is taken.
+        let root_style = "document.documentElement.style";
+        let _ = self
+            .browser
+            .evaluate(&format!("{root_style}.caretColor = 'transparent'"));
+        let saved = self.save_png(&path);
+        let _ = self
+            .browser
+            .evaluate(&format!("{root_style}.removeProperty('caret-color')"));
+        saved.unwrap_or_else(|err| panic!("screenshot {}: {err}", path.display()));
         path
     }
 

@@ -23,7 +23,7 @@ fn the_setup_link_leads_to_a_signed_in_overview() {
     page.wait_text("You can sign in now");
 
     page.click_role("link", "Sign in");
-    page.wait_path("/login", |path| path == "/login");
+    page.wait_url(|path| path == "/login");
     page.wait(&Query::heading(1, "Sign in"));
     page.check_accessibility();
     page.screenshot("sign-in");

@@ -23,7 +23,7 @@ pub fn sign_in(page: &Page, email: &str, password: &str) {
     page.fill_label("E-mail", email);
     page.fill_label("Password", password);
     page.click_role("button", "Sign in");
-    page.wait_path("away from sign-in", |path| !path.starts_with("/login"));
+    page.wait_url(|path| !path.starts_with("/login"));
 }
 
 /// A fresh browser signed in as `OWNER`, on the overview.
