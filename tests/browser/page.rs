@@ -350,13 +350,29 @@ impl Page {
         }
     }
 
-    /// Every script URL the page loaded (resource timing, module preloads included).
+    /// Every script URL the page loaded (resource timing, module preloads included), once no
+    /// new one has come for `SETTLED` (a page loads some modules only when its data arrives).
     pub fn loaded_scripts(&self) -> Vec<String> {
-        let urls = self.eval(
-            "[...new Set(performance.getEntriesByType('resource').map((entry) => entry.name)
-               .filter((name) => /\\.m?js($|\\?)/.test(new URL(name).pathname)))]",
-        );
-        serde_json::from_value(urls).expect("a list of URLs")
+        const SETTLED: Duration = Duration::from_millis(500);
+        let list = || -> Vec<String> {
+            let urls = self.eval(
+                "[...new Set(performance.getEntriesByType('resource').map((entry) => entry.name)
+                   .filter((name) => /\\.m?js($|\\?)/.test(new URL(name).pathname)))]",
+            );
+            serde_json::from_value(urls).expect("a list of URLs")
+        };
+        let mut seen = list();
+        let mut since = Instant::now();
+        self.poll("the page to stop loading scripts", || {
+            let now = list();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            }
+            match since.elapsed() >= SETTLED {
+                true => Ok(seen.clone()),
+                false => Err(format!("{} scripts so far", seen.len())),
+            }
+        })
     }
 
     /// Takes the console errors, exceptions and CSP reports seen so far, so a test that
