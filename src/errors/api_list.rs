@@ -377,7 +377,9 @@ fn sorted_page(
     keyed.sort_by(|a, b| b.0.cmp(&a.0));
     let more = keyed.len() > limit;
     keyed.truncate(limit);
-    let next = more.then(|| keyed.last().map(|(key, _)| key.clone())).flatten();
+    let next = more
+        .then(|| keyed.last().map(|(key, _)| key.clone()))
+        .flatten();
     (keyed.into_iter().map(|(_, group)| group).collect(), next)
 }
 

@@ -59,7 +59,10 @@ fn parameter(detail: impl Into<String>) -> ApiError {
 }
 
 /// The filters of a query string (each at most once).
-pub(crate) fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+pub(crate) fn filters(
+    query: Option<&str>,
+    names: &[&str],
+) -> Result<HashMap<String, String>, ApiError> {
     let mut found = HashMap::new();
     for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if names.contains(&name.as_ref())
