@@ -21,8 +21,8 @@ use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::ingest::error_reads::keys_backwards;
 use crate::ingest::errors::{EVENTS, ErrorEvent};
-use crate::ingest::reads::keys_backwards;
 use crate::store::tables;
 
 /// Newest events of a group read for its tag distribution.

@@ -189,6 +189,31 @@ fn the_group_list_filters_sorts_counts_and_pages() {
         problem["detail"].as_str().unwrap().contains("sort"),
         "{problem}"
     );
+
+    // The OpenAPI document describes each of them.
+    let document = read(&server, &key, "/api/v1/openapi.json");
+    let paths = &document["paths"];
+    let list = &paths["/api/v1/error-groups"];
+    assert!(list["patch"].is_object(), "bulk status documented");
+    let names: Vec<&str> = list["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|parameter| parameter["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "q",
+        "release",
+        "environment",
+        "service",
+        "from",
+        "to",
+        "new_since",
+        "sort",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(paths["/api/v1/error-groups/{id}/tags"]["get"].is_object());
 }
 
 fn patch(server: &TestServer, key: &str, body: &Value) -> Reply {
