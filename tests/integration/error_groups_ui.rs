@@ -2,7 +2,8 @@
 //! (`q`, `release`, `environment`, `service`, `from`, `to`, `new_since`), sorts, totals,
 //! sparklines and cursor paging under every sort; the bulk status change (1 to 100 ids, all
 //! or nothing, other organisations' ids unknown, viewers refused); a group's tag
-//! distribution; and a group's events paged with their `total`.
+//! distribution; a group's events paged with their `total`; and totals past 10,000 given as
+//! estimates.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -420,4 +421,64 @@ fn a_group_shows_its_tag_distribution_and_pages_its_events() {
         ),
         (json!(8), json!(false))
     );
+}
+
+#[test]
+fn totals_are_exact_up_to_ten_thousand_then_estimates() {
+    let server = ingest_server(&[]);
+    let key = owner_key(&server);
+    // 10,050 events, each its own group; 50 of them in staging.
+    for batch in 0..101 {
+        let size = if batch == 100 { 50 } else { 100 };
+        let events: Vec<Value> = (0..size)
+            .map(|n| {
+                let environment = if batch == 100 {
+                    "staging"
+                } else {
+                    "production"
+                };
+                json!({"level": "error", "message": "m", "url": "https://a.example/",
+                    "environment": environment, "fingerprint": [format!("g-{batch}-{n}")]})
+            })
+            .collect();
+        accepted(&post(
+            &server,
+            "/ingest/web-errors",
+            &json!({ "events": events }),
+        ));
+    }
+    wait_for("the events indexed", Duration::from_secs(30), || {
+        (read(&server, &key, "/api/v1/errors?q=level:error")["total"] == 10_050).then_some(())
+    });
+    let total = |path: &str| {
+        let page = read(&server, &key, path);
+        (
+            page["total"].as_u64().unwrap(),
+            page["total_is_estimate"].as_bool().unwrap(),
+        )
+    };
+    assert_eq!(
+        total("/api/v1/errors?q=level:error"),
+        (10_050, false),
+        "the index counts"
+    );
+    assert_eq!(
+        total("/api/v1/errors"),
+        (10_050, true),
+        "past 10,000: the index's count"
+    );
+    assert_eq!(total("/api/v1/errors?q=environment:staging"), (50, false));
+    assert_eq!(
+        total("/api/v1/error-groups"),
+        (10_001, true),
+        "more than 10,000"
+    );
+    assert_eq!(
+        total("/api/v1/error-groups?environment=staging"),
+        (50, false)
+    );
+    let (groups, estimate) = total("/api/v1/error-groups?q=level:error");
+    assert!(estimate && groups > 10_000, "{groups}");
+    let (sorted, estimate) = total("/api/v1/error-groups?sort=count&status=unresolved");
+    assert!(estimate && sorted >= 10_000, "{sorted}");
 }
