@@ -37,6 +37,11 @@ function App() {
   useEffect(() => {
     if (needsSession && me.value === null) navigate(signInPath(), { replace: true });
   }, [needsSession, me.value]);
+  // An organisation that requires a second factor opens nothing else until the person has one.
+  const mustEnrol = !!me.value && me.value.org.two_factor_required && !me.value.user.two_factor_enabled;
+  useEffect(() => {
+    if (mustEnrol && needsSession && path !== "/profile") navigate("/profile", { replace: true });
+  }, [mustEnrol, needsSession, path]);
 
   if (needsSession && !me.value) return html`<p class="boot" role="status">Loading Lookout…</p>`;
   const Frame = route && route.public ? Plain : Shell;

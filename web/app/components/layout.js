@@ -31,15 +31,33 @@ function Navigation({ section }) {
   </nav>`;
 }
 
+/**
+ * The organisation of the session; for people in several, a select that switches the session
+ * to another (`POST /api/v1/auth/switch-org`) and opens its overview.
+ */
 function OrgSwitcher() {
   const mine = me.value;
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState(null);
   if (orgs.value.length < 2) return html`<span class="org-name">${mine.org.name}</span>`;
-  return html`<label class="org-switch">
-    <span class="visually-hidden">Organisation</span>
-    <select value=${mine.org.id} onChange=${(event) => switchOrg(event.currentTarget.value)}>
+  const change = async (event) => {
+    const chosen = event.currentTarget.value;
+    setBusy(true);
+    setProblem(null);
+    try {
+      await switchOrg(chosen);
+    } catch (failure) {
+      setBusy(false);
+      setProblem(failure);
+    }
+  };
+  return html`<div class="org-switch">
+    <label for="org-switch" class="visually-hidden">Organisation</label>
+    <select id="org-switch" value=${mine.org.id} onChange=${change} disabled=${busy} aria-busy=${busy ? "true" : undefined}>
       ${orgs.value.map((org) => html`<option value=${org.id} selected=${org.id === mine.org.id}>${org.name}</option>`)}
     </select>
-  </label>`;
+    ${problem && html`<span class="inline-error" role="alert">${problem.detail}</span>`}
+  </div>`;
 }
 
 function GlobalSearch() {
