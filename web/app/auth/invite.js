@@ -3,6 +3,7 @@
 // their second factor) and joins. Either way they end signed in, on the overview of the
 // organisation they joined. `?account=existing` keeps the second choice in the address.
 import { useState } from "preact/hooks";
+import { signal } from "@preact/signals";
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { navigate, setQuery } from "../router.js";
@@ -13,10 +14,13 @@ import { SecondFactorStep, signInProblem, problemTitle } from "./login.js";
 
 const ACCEPT = "/api/v1/auth/invitations/accept";
 
-/** An acceptance's problem in words: a dead link says so and what to do about it. */
-function inviteProblem(problem) {
+/** The token the server called dead: the page then says so instead of showing its forms. */
+const deadToken = signal("");
+
+/** An acceptance's problem in words (a dead link turns the page into its explanation). */
+function inviteProblem(problem, token) {
   if (problem.code === "invalid_invitation") {
-    problem.detail = "This invitation link was already used, has expired (links last 7 days) or was withdrawn. Ask an admin of the organisation for a new one.";
+    deadToken.value = token;
   } else if (problem.code === "invalid_credentials") {
     problem.detail = "This invitation is for another e-mail address. Sign in with the address the invitation was sent to.";
   } else if (problem.code === "invalid_payload" && /password/.test(problem.detail)) {
@@ -55,7 +59,7 @@ function NewAccount({ token }) {
     try {
       joined = await api(ACCEPT, { method: "POST", body: { token, password }, anonymous: true });
     } catch (problem) {
-      throw inviteProblem(problem);
+      throw inviteProblem(problem, token);
     }
     await signInTo(joined.user.email, password, joined.org).catch(() => navigate(`/login?org=${encodeURIComponent(joined.org.id)}`));
   });
@@ -80,7 +84,7 @@ function ExistingAccount({ token, failedSignedIn }) {
   const [problem, setProblem] = useState(null);
   const join = (answer) => joinSignedIn(token, answer.org.id).catch((failure) => {
     signedIn(answer);
-    failedSignedIn(inviteProblem(failure));
+    failedSignedIn(inviteProblem(failure, token));
   });
   const form = useSubmit(async () => {
     setProblem(null);
@@ -114,7 +118,7 @@ function SignedInJoin({ token, problem }) {
     try {
       await joinSignedIn(token, me.value.org.id);
     } catch (problem) {
-      throw inviteProblem(problem);
+      throw inviteProblem(problem, token);
     }
   });
   const leave = async () => {
@@ -142,6 +146,14 @@ export default function InvitePage({ query }) {
       <h1>Accept an invitation</h1>
       <div class="error-summary" role="alert"><h2>This link is incomplete</h2>
         <p>An invitation link ends with <code>?token=</code> and a long code. Open the link from the invitation again, whole, or ask an admin for a new one.</p></div>
+    </section>`;
+  }
+  if (deadToken.value === token) {
+    return html`<section>
+      <h1>Accept an invitation</h1>
+      <div class="error-summary" role="alert"><h2>This invitation can no longer be used</h2>
+        <p>The link was already used, has expired (links last 7 days) or was withdrawn. Ask an admin of the organisation for a new one.</p></div>
+      <p><a href=${me.value ? "/" : "/login"}>${me.value ? "Go to the overview" : "Sign in"}</a></p>
     </section>`;
   }
   if (me.value) {
