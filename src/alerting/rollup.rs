@@ -10,8 +10,8 @@
 //!
 //! Invariants: a window of at most `EXACT_WINDOW_SECONDS` is summed to the second; a longer one
 //! starts at a minute boundary (so it needs no second rows older than an hour). Rows of the
-//! 1 s and 10 s levels older than `SECOND_ROWS_KEPT`, and the others older than
-//! `MINUTE_ROWS_KEPT`, are swept.
+//! 1 s and 10 s levels older than `SECOND_ROWS_KEPT`, of the 1 min and 10 min levels older
+//! than `MINUTE_ROWS_KEPT`, and hour rows older than `HOUR_ROWS_KEPT`, are swept.
 //! Span durations are kept as a log-scale histogram whose bins hold a count and a sum, so a
 //! percentile is the mean of the bin it falls in: exact when the bin's values are equal, and
 //! within one bin's width (about 9 %) otherwise.
@@ -35,8 +35,11 @@ pub const MAX_WINDOW_SECONDS: i64 = 86_400;
 pub const EXACT_WINDOW_SECONDS: i64 = 3_600;
 /// How long second rows are kept (an exact window plus slack).
 pub const SECOND_ROWS_KEPT: i64 = EXACT_WINDOW_SECONDS + 600;
-/// How long minute rows are kept (the longest window plus slack).
+/// How long minute and ten-minute rows are kept (the longest window plus slack; also the
+/// last 24 h of the per-minute error chart, `stats.rs`).
 pub const MINUTE_ROWS_KEPT: i64 = MAX_WINDOW_SECONDS + 3_600;
+/// How long hour rows are kept: a month of the hourly error chart (`stats.rs`).
+pub const HOUR_ROWS_KEPT: i64 = 31 * 86_400;
 
 /// What a row counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -160,7 +163,7 @@ impl Rollup {
     }
 }
 
-fn prefix(org: &str, metric: Metric, service: &str, environment: &str) -> String {
+pub(super) fn prefix(org: &str, metric: Metric, service: &str, environment: &str) -> String {
     format!(
         "{org}/{}/{}/{}/",
         metric.as_str(),
@@ -262,18 +265,17 @@ impl RollupBatch {
     }
 }
 
-/// Sums the buckets of `granularity` from `first` to `last` inclusive. Reads at most one row
-/// per bucket of the range (there is at most one row per bucket).
-fn sum_range(
+/// The rows of `granularity` from bucket `first` to `last` inclusive, with their bucket
+/// numbers, in time order. Reads at most one row per bucket (there is at most one).
+pub(super) fn rows_between(
     txn: &impl ReadTxn,
     prefix: &str,
     granularity: char,
     first: i64,
     last: i64,
-    into: &mut Rollup,
-) -> Result<(), StoreError> {
+) -> Result<Vec<(i64, Rollup)>, StoreError> {
     if first > last {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let rows_prefix = format!("{prefix}{granularity}");
     let end = bucket_key(prefix, granularity, last);
@@ -290,9 +292,22 @@ fn sum_range(
             if key > end.as_str() {
                 return Ok(None);
             }
-            crate::store::codec::decode::<Rollup>(bytes).map(Some)
+            let bucket = key[rows_prefix.len()..].parse::<i64>().unwrap_or(-1);
+            crate::store::codec::decode::<Rollup>(bytes).map(|row| Some((bucket, row)))
         })?;
-    for row in rows.into_iter().flatten() {
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// Sums the buckets of `granularity` from `first` to `last` inclusive.
+fn sum_range(
+    txn: &impl ReadTxn,
+    prefix: &str,
+    granularity: char,
+    first: i64,
+    last: i64,
+    into: &mut Rollup,
+) -> Result<(), StoreError> {
+    for (_, row) in rows_between(txn, prefix, granularity, first, last)? {
         into.add(&row);
     }
     Ok(())
@@ -335,6 +350,8 @@ pub fn stale_rows(txn: &impl ReadTxn, now: Timestamp) -> Result<Vec<String>, Sto
     let cutoff = |letter: char| {
         if short_lived(letter) {
             now - SECOND_ROWS_KEPT
+        } else if letter == 'h' {
+            now - HOUR_ROWS_KEPT
         } else {
             now - MINUTE_ROWS_KEPT
         }
@@ -466,12 +483,12 @@ mod tests {
             let last = key.rsplit('/').next().unwrap();
             last.starts_with('s') || last.starts_with('t')
         }));
-        let a_day_on = Timestamp((now + 2 * 86_400) * 1000);
+        let a_month_on = Timestamp((now + 32 * 86_400) * 1000);
         let all = store
-            .read_blocking(|txn| stale_rows(txn, a_day_on))
+            .read_blocking(|txn| stale_rows(txn, a_month_on))
             .unwrap();
         let rows = store.read_blocking(|txn| ROLLUPS.row_count(txn)).unwrap();
-        assert_eq!(all.len() as u64, rows, "everything is stale two days on");
+        assert_eq!(all.len() as u64, rows, "everything is stale a month on");
         for seconds in [1, 9, 10, 59, 60, 61, 299, 300, 3_599, 3_600] {
             let expected = arrivals.iter().filter(|at| **at > now - seconds).count() as u64;
             let web = arrivals
