@@ -47,7 +47,8 @@ async function signInTo(email, password, org) {
 async function joinSignedIn(token, orgId) {
   const joined = await api(ACCEPT, { method: "POST", body: { token } });
   if (orgId !== joined.org.id) {
-    await api("/api/v1/auth/switch-org", { method: "POST", body: { org_id: joined.org.id } });
+    // The person is a member now: should the switch fail, the top bar's switcher still can.
+    await api("/api/v1/auth/switch-org", { method: "POST", body: { org_id: joined.org.id } }).catch(() => null);
   }
   window.location.assign("/");
 }
