@@ -68,8 +68,11 @@ export function TwoFactorEnrolment({ onEnabled, onFinished }) {
       </li>
       <li>
         <h3>Or type the secret key into the app</h3>
-        <dl class="record"><dt>Secret key</dt>
-          <dd><code class="secret-key">${grouped(secret)}</code> <${CopyButton} text=${secret} label="Copy secret key" /></dd></dl>
+        <div class="secret-row">
+          <${Field} label="Secret key" readonly class="mono secret-key" value=${grouped(secret)}
+            onFocus=${(event) => event.currentTarget.select()} />
+          <${CopyButton} text=${secret} label="Copy secret key" />
+        </div>
       </li>
       <li>
         <form onSubmit=${form.submit} novalidate>
