@@ -177,8 +177,16 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     page.fill_label("Authentication or recovery code", &authenticator_code(&secret, 1));
     page.click_role("button", "Verify");
     page.wait_path("the overview", |path| path == "/");
+
+    // A recovery code turns the second factor off; that ends every session.
+    let recovery = codes.split_whitespace().next().expect("a recovery code").to_string();
     page.goto("/profile");
-    page.wait_role("button", "Turn off two-factor authentication");
+    page.fill_label("Authentication or recovery code", &recovery);
+    page.click_role("button", "Turn off two-factor authentication");
+    page.wait_text("Two-factor authentication is off and every session has ended.");
+    sign_in(&page, OWNER, PASSWORD);
+    page.goto("/profile");
+    page.wait_role("button", "Set up two-factor authentication");
 }
 
 #[test]
@@ -226,6 +234,16 @@ fn a_new_person_accepts_an_invitation_and_sees_the_organisation() {
     page.wait(&Query::heading(1, "Profile"));
     let facts = main_text(&page);
     assert!(facts.contains("newcomer@example.com") && facts.contains("Member"), "{facts}");
+
+    // A wrong current password is said beside the form; a right one ends every session.
+    page.fill_label("Current password", "not my password");
+    page.fill_label("New password", "a newcomer's second password");
+    page.click_role("button", "Change password");
+    page.wait_text("The current password is not right.");
+    page.fill_label("Current password", "a newcomer's own password");
+    page.click_role("button", "Change password");
+    page.wait_text("Your password is changed and every session has ended.");
+    sign_in(&page, "newcomer@example.com", "a newcomer's second password");
 
     // The link works once: opened again, it says so in words.
     page.goto(&link);
