@@ -16,7 +16,8 @@ use crate::support::{OWNER, PASSWORD, server_with_owner, sign_in};
 
 /// The code an authenticator app shows for base32 `secret`, `steps_ahead` 30-second steps from now.
 fn authenticator_code(secret: &str, steps_ahead: u64) -> String {
-    let bytes = Secret::try_from_base32(secret).unwrap_or_else(|_| panic!("a base32 secret: {secret:?}"));
+    let bytes =
+        Secret::try_from_base32(secret).unwrap_or_else(|_| panic!("a base32 secret: {secret:?}"));
     let totp = totp_rs::Builder::new()
         .with_algorithm(Algorithm::SHA1)
         .with_digits(6)
@@ -24,7 +25,10 @@ fn authenticator_code(secret: &str, steps_ahead: u64) -> String {
         .with_secret(bytes)
         .build()
         .expect("a TOTP generator");
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
     totp.generate(now + 30 * steps_ahead).to_string()
 }
 
@@ -51,7 +55,10 @@ impl ApiSession {
             .collect();
         let body: Value = response.json().expect("login JSON");
         let csrf = body["csrf_token"].as_str().expect("csrf_token").to_string();
-        ApiSession { cookies: cookies.join("; "), csrf }
+        ApiSession {
+            cookies: cookies.join("; "),
+            csrf,
+        }
     }
 
     fn post(&self, server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
@@ -64,7 +71,10 @@ impl ApiSession {
             .unwrap_or_else(|err| panic!("POST {path}: {err}"));
         let status = response.status().as_u16();
         let bytes = response.bytes().expect("a body");
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
     }
 
     /// An invitation link for `email` to the session's organisation, as the page path.
@@ -85,9 +95,14 @@ fn main_text(page: &Page) -> String {
 
 /// Runs `lookout user create` for an owner of organisation `org` (made when missing).
 fn create_owner(server: &TestServer, email: &str, org: &str) {
-    let args = ["user", "create", "--email", email, "--password-stdin", "--role", "owner", "--org", org];
+    let mut args = vec!["user", "create", "--email", email, "--password-stdin"];
+    args.extend(["--role", "owner", "--org", org]);
     let output = server.cli(&args, &format!("{PASSWORD}\n"));
-    assert!(output.status.success(), "user create: {}", text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "user create: {}",
+        text(&output.stderr)
+    );
 }
 
 /// Chooses the option shown as `option` in the select labelled `label`, as picking it does.
@@ -104,7 +119,11 @@ fn choose(page: &Page, label: &str, option: &str) {
            return true;
          }})()"
     ));
-    assert_eq!(chosen, Value::Bool(true), "no option {option:?} in {label:?}");
+    assert_eq!(
+        chosen,
+        Value::Bool(true),
+        "no option {option:?} in {label:?}"
+    );
 }
 
 /// The text of the organisation switcher's chosen option, or the organisation's name shown.
@@ -139,8 +158,14 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     }
     page.check_accessibility();
     page.click_role("button", "Set up two-factor authentication");
-    page.wait(&Query::role("img", "QR code of your new two-factor secret, for an authenticator app"));
-    let secret: String = page.text_of(&Query::label("Secret key")).split_whitespace().collect();
+    page.wait(&Query::role(
+        "img",
+        "QR code of your new two-factor secret, for an authenticator app",
+    ));
+    let secret: String = page
+        .text_of(&Query::label("Secret key"))
+        .split_whitespace()
+        .collect();
     page.check_accessibility();
     page.screenshot("profile");
 
@@ -148,11 +173,18 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     page.click_role("button", "Turn on two-factor authentication");
     let refusal = page.text_of(&Query::any_role("alert"));
     assert!(refusal.contains("That code is not right"), "{refusal}");
-    page.fill_label("Code from your authenticator app", &authenticator_code(&secret, 0));
+    page.fill_label(
+        "Code from your authenticator app",
+        &authenticator_code(&secret, 0),
+    );
     page.click_role("button", "Turn on two-factor authentication");
     page.wait(&Query::heading(3, "Save your recovery codes"));
     let codes = page.text_of(&Query::role("list", "Recovery codes"));
-    assert_eq!(codes.split_whitespace().count(), 10, "ten recovery codes: {codes}");
+    assert_eq!(
+        codes.split_whitespace().count(),
+        10,
+        "ten recovery codes: {codes}"
+    );
     let download = page.eval("document.querySelector('a[download]').getAttribute('download')");
     assert_eq!(download, "lookout-recovery-codes.txt");
     page.wait_role("link", "Download codes (.txt)");
@@ -170,16 +202,26 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     page.fill_label("Authentication or recovery code", "123456");
     page.click_role("button", "Verify");
     let refusal = page.text_of(&Query::any_role("alert"));
-    assert!(refusal.contains("That code is not right"), "a wrong code keeps the step: {refusal}");
+    assert!(
+        refusal.contains("That code is not right"),
+        "a wrong code keeps the step: {refusal}"
+    );
     page.check_accessibility();
     page.screenshot("two-factor");
     // The code of the next step: the one used to enrol may not serve twice.
-    page.fill_label("Authentication or recovery code", &authenticator_code(&secret, 1));
+    page.fill_label(
+        "Authentication or recovery code",
+        &authenticator_code(&secret, 1),
+    );
     page.click_role("button", "Verify");
     page.wait_path("the overview", |path| path == "/");
 
     // A recovery code turns the second factor off; that ends every session.
-    let recovery = codes.split_whitespace().next().expect("a recovery code").to_string();
+    let recovery = codes
+        .split_whitespace()
+        .next()
+        .expect("a recovery code")
+        .to_string();
     page.goto("/profile");
     page.fill_label("Authentication or recovery code", &recovery);
     page.click_role("button", "Turn off two-factor authentication");
@@ -208,7 +250,10 @@ fn five_wrong_passwords_lock_the_account_and_the_page_says_for_how_long() {
     page.click_role("button", "Sign in");
     page.wait(&Query::heading(2, "Account locked"));
     let message = page.text_of(&Query::any_role("alert"));
-    assert!(message.contains("Try again in 15 minutes (at "), "{message}");
+    assert!(
+        message.contains("Try again in 15 minutes (at "),
+        "{message}"
+    );
     assert!(page.path().starts_with("/login"), "{}", page.path());
     page.check_accessibility();
     page.screenshot("locked");
@@ -233,7 +278,10 @@ fn a_new_person_accepts_an_invitation_and_sees_the_organisation() {
     page.goto("/profile");
     page.wait(&Query::heading(1, "Profile"));
     let facts = main_text(&page);
-    assert!(facts.contains("newcomer@example.com") && facts.contains("Member"), "{facts}");
+    assert!(
+        facts.contains("newcomer@example.com") && facts.contains("Member"),
+        "{facts}"
+    );
 
     // A wrong current password is said beside the form; a right one ends every session.
     page.fill_label("Current password", "not my password");
@@ -243,7 +291,11 @@ fn a_new_person_accepts_an_invitation_and_sees_the_organisation() {
     page.fill_label("Current password", "a newcomer's own password");
     page.click_role("button", "Change password");
     page.wait_text("Your password is changed and every session has ended.");
-    sign_in(&page, "newcomer@example.com", "a newcomer's second password");
+    sign_in(
+        &page,
+        "newcomer@example.com",
+        "a newcomer's second password",
+    );
 
     // The link works once: opened again, it says so in words.
     page.goto(&link);
@@ -296,7 +348,11 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     page.click_role("button", "Sign in and join");
     page.wait_path("the overview", |path| path == "/");
     page.wait(&Query::heading(1, "Overview"));
-    assert_eq!(organisation_shown(&page), "Beta", "lands in the organisation joined");
+    assert_eq!(
+        organisation_shown(&page),
+        "Beta",
+        "lands in the organisation joined"
+    );
 
     page.goto("/profile");
     page.wait(&Query::heading(1, "Profile"));
