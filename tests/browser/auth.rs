@@ -62,8 +62,18 @@ impl ApiSession {
     }
 
     fn post(&self, server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
+        self.send(server, reqwest::Method::POST, path, body)
+    }
+
+    fn send(
+        &self,
+        server: &TestServer,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> (u16, Value) {
         let response = http()
-            .post(server.url(path))
+            .request(method, server.url(path))
             .header("cookie", &self.cookies)
             .header("x-csrf-token", &self.csrf)
             .json(body)
@@ -365,4 +375,37 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     page.wait(&Query::heading(1, "Profile"));
     assert!(main_text(&page).contains("Owner"), "the role in default");
     page.check_accessibility();
+}
+
+#[test]
+fn an_organisation_that_requires_two_factor_brings_its_people_to_enrol_first() {
+    let server = server_with_owner();
+    let owner = ApiSession::sign_in(&server, OWNER, PASSWORD);
+    let settings = json!({"two_factor_required": true});
+    let (status, answer) = owner.send(
+        &server,
+        reqwest::Method::PATCH,
+        "/api/v1/orgs/me/settings",
+        &settings,
+    );
+    assert_eq!(status, 200, "{answer}");
+
+    let page = Page::open(&server);
+    page.goto("/errors");
+    sign_in(&page, OWNER, PASSWORD);
+    page.wait_path("the profile", |path| path == "/profile");
+    page.wait_text("default requires two-factor authentication.");
+    page.click_role("button", "Set up two-factor authentication");
+    let secret: String = page
+        .text_of(&Query::label("Secret key"))
+        .split_whitespace()
+        .collect();
+    page.fill_label(
+        "Code from your authenticator app",
+        &authenticator_code(&secret, 0),
+    );
+    page.click_role("button", "Turn on two-factor authentication");
+    page.click_role("button", "I have saved these codes");
+    page.click_role("link", "Overview");
+    page.wait(&Query::heading(1, "Overview"));
 }
