@@ -7,7 +7,7 @@ import { signal } from "@preact/signals";
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { navigate, setQuery } from "../router.js";
-import { me, signedIn, signedOut } from "../session.js";
+import { me, signedIn } from "../session.js";
 import { Field, ErrorSummary, useSubmit } from "../components/form.js";
 import { useTitle } from "../components/page.js";
 import { SecondFactorStep, signInProblem, problemTitle } from "./login.js";
@@ -23,8 +23,6 @@ function inviteProblem(problem, token) {
     deadToken.value = token;
   } else if (problem.code === "invalid_credentials") {
     problem.detail = "This invitation is for another e-mail address. Sign in with the address the invitation was sent to.";
-  } else if (problem.code === "invalid_payload" && /password/.test(problem.detail)) {
-    problem.detail = "This invitation is for a new account: choose its password below.";
   }
   return problem;
 }
@@ -119,13 +117,17 @@ function SignedInJoin({ token, problem }) {
     try {
       await joinSignedIn(token, me.value.org.id);
     } catch (problem) {
+      // A link for a new account asks for the password that account is to get.
+      if (problem.code === "invalid_payload") {
+        problem.detail = "This invitation is for a new account. Sign out, then choose its password here.";
+      }
       throw inviteProblem(problem, token);
     }
   });
   const leave = async () => {
     await api("/api/v1/auth/logout", { method: "POST" }).catch(() => null);
-    signedOut();
-    navigate(`/invite?token=${encodeURIComponent(token)}`, { replace: true });
+    // Signed out, the page shows its forms: this page needs no session.
+    me.value = null;
   };
   return html`<form onSubmit=${form.submit} novalidate>
     <p>You are signed in as <strong>${me.value.user.email}</strong>.</p>
