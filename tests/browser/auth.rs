@@ -204,7 +204,7 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     page.wait_role("button", "Turn off two-factor authentication");
 
     page.click_role("button", "Sign out");
-    page.wait_path("the sign-in page", |path| path.starts_with("/login"));
+    page.wait_url(|path| path.starts_with("/login"));
     page.fill_label("E-mail", OWNER);
     page.fill_label("Password", PASSWORD);
     page.click_role("button", "Sign in");
@@ -224,7 +224,7 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
         &authenticator_code(&secret, 1),
     );
     page.click_role("button", "Verify");
-    page.wait_path("the overview", |path| path == "/");
+    page.wait_url(|path| path == "/");
 
     // A recovery code turns the second factor off; that ends every session.
     let recovery = codes
@@ -329,9 +329,7 @@ fn a_session_ended_elsewhere_brings_sign_in_then_the_same_page() {
     assert_eq!(status, 204);
 
     page.click_role("button", "Set up two-factor authentication");
-    page.wait_path("sign-in, then back to the profile", |path| {
-        path.starts_with("/login?") && path.contains("next=%2Fprofile")
-    });
+    page.wait_url(|path| path.starts_with("/login?") && path.contains("next=%2Fprofile"));
     page.wait_text("Your session has ended.");
     page.check_accessibility();
     sign_in(&page, OWNER, PASSWORD);
@@ -356,7 +354,7 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     page.fill_label("Password", PASSWORD);
     page.check_accessibility();
     page.click_role("button", "Sign in and join");
-    page.wait_path("the overview", |path| path == "/");
+    page.wait_url(|path| path == "/");
     page.wait(&Query::heading(1, "Overview"));
     assert_eq!(
         organisation_shown(&page),
@@ -368,7 +366,7 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     page.wait(&Query::heading(1, "Profile"));
     assert!(main_text(&page).contains("Admin"), "the role in Beta");
     choose(&page, "Organisation", "default");
-    page.wait_path("the overview", |path| path == "/");
+    page.wait_url(|path| path == "/");
     page.wait(&Query::heading(1, "Overview"));
     assert_eq!(organisation_shown(&page), "default");
     page.goto("/profile");
@@ -393,7 +391,7 @@ fn an_organisation_that_requires_two_factor_brings_its_people_to_enrol_first() {
     let page = Page::open(&server);
     page.goto("/errors");
     sign_in(&page, OWNER, PASSWORD);
-    page.wait_path("the profile", |path| path == "/profile");
+    page.wait_url(|path| path == "/profile");
     page.wait_text("default requires two-factor authentication.");
     page.click_role("button", "Set up two-factor authentication");
     let secret: String = page
