@@ -76,6 +76,8 @@ function PasswordStep({ org, onTwoFactor, done, problem: earlier }) {
 export function SecondFactorStep({ loginToken, done, restart, nested = false }) {
   const Heading = nested ? "h2" : "h1";
   const [code, setCode] = useState("");
+  // The step replaces the password form: the cursor goes where the code is typed.
+  useEffect(() => { const field = document.getElementById("second-factor-code"); if (field) field.focus(); }, []);
   const form = useSubmit(async () => {
     try {
       done(await api("/api/v1/auth/2fa/complete", {
@@ -94,8 +96,8 @@ export function SecondFactorStep({ loginToken, done, restart, nested = false }) 
     <${Heading}>Two-factor authentication</${Heading}>
     <p>Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
     <${ErrorSummary} problem=${form.problem} title=${form.problem && form.problem.status === 423 ? "Account locked" : "Verification failed"} />
-    <${Field} label="Authentication or recovery code" autocomplete="one-time-code" inputmode="text"
-      spellcheck="false" autofocus required value=${code} onInput=${setCode} />
+    <${Field} id="second-factor-code" label="Authentication or recovery code" autocomplete="one-time-code"
+      spellcheck="false" required value=${code} onInput=${setCode} />
     <button type="submit" class="primary" disabled=${form.busy}>${form.busy ? "Verifying…" : "Verify"}</button>
     <p><button type="button" class="link" onClick=${() => restart(null)}>Start again</button></p>
   </form>`;
