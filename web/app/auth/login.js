@@ -59,7 +59,7 @@ function PasswordStep({ org, onTwoFactor, done, problem: earlier }) {
       throw signInProblem(problem);
     }
   });
-  const problem = form.problem || earlier;
+  const problem = form.problem || (form.busy ? null : earlier);
   return html`<form onSubmit=${form.submit} novalidate>
     <h1>Sign in</h1>
     <${ErrorSummary} problem=${problem} title=${problemTitle(problem)} />
