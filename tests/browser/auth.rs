@@ -167,6 +167,8 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
         assert!(facts.contains(fact), "the profile shows {fact:?}: {facts}");
     }
     page.check_accessibility();
+    // Taken before enrolling: the secret and its QR code differ on every run.
+    page.screenshot("profile");
     page.click_role("button", "Set up two-factor authentication");
     page.wait(&Query::role(
         "img",
@@ -177,7 +179,6 @@ fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
         .split_whitespace()
         .collect();
     page.check_accessibility();
-    page.screenshot("profile");
 
     page.fill_label("Code from your authenticator app", "000000");
     page.click_role("button", "Turn on two-factor authentication");
