@@ -115,36 +115,6 @@ fn create_owner(server: &TestServer, email: &str, org: &str) {
     );
 }
 
-/// Chooses the option shown as `option` in the select labelled `label`, as picking it does.
-fn choose(page: &Page, label: &str, option: &str) {
-    page.wait(&Query::label(label));
-    let chosen = page.eval(&format!(
-        "(() => {{
-           const label = [...document.querySelectorAll('label')].find((l) => l.textContent.trim() === {label:?});
-           const select = label && label.control;
-           const wanted = select && [...select.options].find((o) => o.text === {option:?});
-           if (!wanted) return false;
-           select.value = wanted.value;
-           select.dispatchEvent(new Event('change', {{ bubbles: true }}));
-           return true;
-         }})()"
-    ));
-    assert_eq!(
-        chosen,
-        Value::Bool(true),
-        "no option {option:?} in {label:?}"
-    );
-}
-
-/// The text of the organisation switcher's chosen option, or the organisation's name shown.
-fn organisation_shown(page: &Page) -> String {
-    let shown = page.eval(
-        "(() => { const select = document.getElementById('org-switch');
-                  return select ? select.selectedOptions[0].text : (document.querySelector('.org-name') || {}).textContent; })()",
-    );
-    shown.as_str().unwrap_or_default().to_string()
-}
-
 #[test]
 fn setup_then_two_factor_enrolment_then_sign_in_with_a_code() {
     let server = TestServer::start();
@@ -290,14 +260,16 @@ fn a_new_person_accepts_an_invitation_and_sees_the_organisation() {
     page.click_role("button", "Set password and join");
     page.wait(&Query::heading(1, "Overview"));
     assert_eq!(page.path(), "/");
-    assert_eq!(organisation_shown(&page), "default");
     page.goto("/profile");
     page.wait(&Query::heading(1, "Profile"));
     let facts = main_text(&page);
-    assert!(
-        facts.contains("newcomer@example.com") && facts.contains("Member"),
-        "{facts}"
-    );
+    for fact in [
+        "newcomer@example.com",
+        "Organisation default",
+        "Role Member",
+    ] {
+        assert!(facts.contains(fact), "the profile shows {fact:?}: {facts}");
+    }
 
     // A wrong current password is said beside the form; a right one ends every session.
     page.fill_label("Current password", "not my password");
@@ -362,23 +334,30 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     page.click_role("button", "Sign in and join");
     page.wait_url(|path| path == "/");
     page.wait(&Query::heading(1, "Overview"));
-    assert_eq!(
-        organisation_shown(&page),
-        "Beta",
-        "lands in the organisation joined"
+    // Lands in the organisation joined; the top bar offers both.
+    page.wait_role("button", "Organisation: Beta");
+    page.goto("/profile");
+    page.wait(&Query::heading(1, "Profile"));
+    let facts = main_text(&page);
+    assert!(
+        facts.contains("Organisation Beta") && facts.contains("Role Admin"),
+        "{facts}"
     );
 
-    page.goto("/profile");
-    page.wait(&Query::heading(1, "Profile"));
-    assert!(main_text(&page).contains("Admin"), "the role in Beta");
-    choose(&page, "Organisation", "default");
+    page.click_role("button", "Organisation: Beta");
+    page.wait_role("button", "Beta (admin)");
+    page.check_accessibility();
+    page.click_role("button", "default (owner)");
     page.wait_url(|path| path == "/");
     page.wait(&Query::heading(1, "Overview"));
-    assert_eq!(organisation_shown(&page), "default");
+    page.wait_role("button", "Organisation: default");
     page.goto("/profile");
     page.wait(&Query::heading(1, "Profile"));
-    assert!(main_text(&page).contains("Owner"), "the role in default");
-    page.check_accessibility();
+    let facts = main_text(&page);
+    assert!(
+        facts.contains("Organisation default") && facts.contains("Role Owner"),
+        "{facts}"
+    );
 }
 
 #[test]
