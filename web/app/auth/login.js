@@ -24,15 +24,12 @@ const REASONS = {
   "signed-out-everywhere": "You are signed out on every device.",
 };
 
-const clock = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
-
-/** The words of a 423: how long the account stays locked, and until when. */
-export function lockedMessage(problem, now = Date.now()) {
+/** The words of a 423: how long the account stays locked (the answer's `Retry-After`). */
+export function lockedMessage(problem) {
   const seconds = problem.retryAfter;
   if (!seconds) return "This account is locked after too many failed sign-ins. Try again later.";
   const minutes = Math.max(1, Math.ceil(seconds / 60));
-  const until = clock.format(new Date(now + seconds * 1000));
-  return `This account is locked after too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? "" : "s"} (at ${until}).`;
+  return `This account is locked after too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`;
 }
 
 /** A sign-in answer's problem in words a person can act on. */
