@@ -6,7 +6,8 @@
 //! the same 404 `not_found`, so nothing tells what else exists. An API key belongs to one
 //! organisation: the list names that one, and switching needs a session (403 `forbidden`).
 //! A switch answers exactly as a sign-in does (body and cookies) and revokes the old session's
-//! `jti` in the transaction that records `auth.switch_org`; the target organisation's IP
+//! `jti` in the transaction that records `auth.switch_org` (once: a session already exchanged
+//! is refused, `401 session_revoked`); the target organisation's IP
 //! allowlist applies before anything is written, and its 2FA enforcement applies to the new
 //! session as it does to a signed-in one (`caller.rs`). The person already proved a second
 //! factor for the session being exchanged, so none is asked again.
@@ -26,6 +27,7 @@ use super::{Auth, Caller, Credential, audit, db, login};
 use crate::accounts;
 use crate::accounts::model::{Membership, Org, OrgId, Role};
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -49,6 +51,7 @@ pub struct OwnOrg {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OwnOrgList {
     pub items: Vec<OwnOrg>,
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -56,8 +59,8 @@ pub struct SwitchOrgRequest {
     pub org_id: String,
 }
 
-/// The joined memberships of `caller` with their organisations, oldest membership first (the
-/// one a sign-in without `org` picks); for an API key, its own organisation only.
+/// The joined memberships of `caller` with their organisations, in organisation id order
+/// (their creation order); for an API key, its own organisation only.
 fn own_orgs(
     txn: &redb::ReadTransaction,
     caller: &Caller,
@@ -71,7 +74,7 @@ fn own_orgs(
         }
     };
     memberships.retain(|membership| !membership.awaits_existing_account());
-    memberships.sort_by_key(|membership| membership.created_at);
+    memberships.sort_by(|a, b| a.org_id.as_str().cmp(b.org_id.as_str()));
     let mut found = Vec::with_capacity(memberships.len());
     for membership in memberships {
         if let Some(org) = accounts::db::get_org(txn, &membership.org_id)? {
@@ -83,12 +86,15 @@ fn own_orgs(
 
 /// The organisations the caller belongs to, with the caller's role in each.
 #[utoipa::path(get, path = "/api/v1/auth/orgs", tag = "auth",
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, description = "joined organisations; an API key lists its own only", body = OwnOrgList)))]
 async fn list_own_orgs(
     State(auth): State<Auth>,
     caller: Caller,
+    page: PageRequest,
 ) -> Result<Json<OwnOrgList>, ApiError> {
     let orgs = auth.store().read(move |txn| own_orgs(txn, &caller)).await?;
+    let (orgs, next_cursor) = page.of_sorted(orgs, |(org, _)| org.id.to_string());
     let items = orgs
         .into_iter()
         .map(|(org, membership)| OwnOrg {
@@ -97,13 +103,14 @@ async fn list_own_orgs(
             role: membership.role,
         })
         .collect();
-    Ok(Json(OwnOrgList { items }))
+    Ok(Json(OwnOrgList { items, next_cursor }))
 }
 
 /// Signs the caller in to another of its organisations and ends the current session.
 #[utoipa::path(post, path = "/api/v1/auth/switch-org", tag = "auth", request_body = SwitchOrgRequest,
     responses(
         (status = 200, description = "signed in to that organisation (cookies set), as a sign-in answers", body = SessionResponse),
+        (status = 401, description = "session_revoked: this session was already exchanged or ended", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden (an API key cannot switch), ip_not_allowed (the target's allowlist) or csrf_failed", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found: not a member (or only invited) of that organisation", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -156,20 +163,26 @@ async fn switch_org(
     let signed = login::issue_session(&auth, user, org, membership.role, two_factor_enabled, now)?;
     let (actor, from, revoked) = (caller.actor(), caller.org_id.clone(), old_claims.clone());
     let detail = json!({"from_org": from.to_string(), "role": membership.role.as_str()});
-    auth.store()
+    // A session is exchanged once: of two switches racing with one token, the second finds it
+    // revoked in its own transaction and is refused (a value, so nothing is rolled back).
+    let exchanged = auth
+        .store()
         .write(move |txn| {
+            if db::is_session_revoked(txn, &revoked.jti)? {
+                return Ok::<_, StoreError>(false);
+            }
             Revocations::write_session_logout(txn, &revoked)?;
-            audit::record(
-                txn,
-                Some(&target),
-                &actor,
-                "auth.switch_org",
-                None,
-                detail.clone(),
-                now,
-            )
+            let (action, detail) = ("auth.switch_org", detail.clone());
+            audit::record(txn, Some(&target), &actor, action, None, detail, now)?;
+            Ok(true)
         })
         .await?;
+    if !exchanged {
+        return Err(ApiError::new(
+            ErrorCode::SessionRevoked,
+            "this session has been ended; sign in again",
+        ));
+    }
     auth.revocations().note_session_logout(&old_claims);
     Ok(session_response(&auth, signed))
 }

@@ -38,6 +38,24 @@ fn invitation_token(reply: &crate::http_basics::Reply) -> String {
     url.split("token=").nth(1).expect("a token").to_string()
 }
 
+/// Accepts an invitation with the account's password (`PASSWORD`).
+fn accept_invitation(server: &TestServer, token: &str) {
+    let accept = json!({"token": token, "password": PASSWORD});
+    let path = "/api/v1/auth/invitations/accept";
+    let accepted = send(http().post(server.url(path)).json(&accept));
+    assert_eq!(accepted.status, 200, "{}", text(&accepted.body));
+}
+
+/// Makes the existing account `email` (password `PASSWORD`) a member of a new organisation
+/// `org`, whose owner invites it and which it joins by accepting.
+pub(crate) fn join_new_org(server: &TestServer, email: &str, org: &str) {
+    let owner = format!("owner-of-{org}@example.com");
+    add_user_in(server, &owner, "owner", Some(org));
+    let session = sign_in(server, &owner);
+    let invited = add_member(server, &session, email, "member", None);
+    accept_invitation(server, &invitation_token(&invited));
+}
+
 /// Vic is owner of `home` and invited as member into `default` (where boss is owner).
 fn two_org_person(server: &TestServer) -> (Session, Session, String) {
     add_user(server, "boss@example.com", "owner");
@@ -82,19 +100,14 @@ fn a_person_in_two_orgs_switches_and_the_old_session_ends() {
         pending["detail"]
     );
 
-    let accept = json!({"token": token, "password": PASSWORD});
-    let accepted = send(
-        http()
-            .post(server.url("/api/v1/auth/invitations/accept"))
-            .json(&accept),
-    );
-    assert_eq!(accepted.status, 200, "{}", text(&accepted.body));
+    accept_invitation(&server, token);
+    // In the organisations' creation order: `default` came first.
     let listed = org_ids(&server, &vic);
     assert_eq!(
         listed,
         [
+            (default_id.to_string(), "default".into(), "member".into()),
             (home_id.clone(), "home".into(), "owner".into()),
-            (default_id.to_string(), "default".into(), "member".into())
         ]
     );
 
@@ -152,13 +165,7 @@ fn api_keys_list_their_org_and_cannot_switch_and_the_targets_policies_apply() {
     let server = server(&[("TRUSTED_PROXIES", "127.0.0.1/32")]);
     let (boss, vic, joined) = two_org_person(&server);
     let (default_id, token) = joined.split_once('|').unwrap();
-    let accept = json!({"token": token, "password": PASSWORD});
-    let accepted = send(
-        http()
-            .post(server.url("/api/v1/auth/invitations/accept"))
-            .json(&accept),
-    );
-    assert_eq!(accepted.status, 200, "{}", text(&accepted.body));
+    accept_invitation(&server, token);
 
     let key = create_key(&server, &vic, "home key")["key"]
         .as_str()
@@ -192,7 +199,7 @@ fn api_keys_list_their_org_and_cannot_switch_and_the_targets_policies_apply() {
     let off = json!({"cidrs": []});
     let cleared = inside(&boss, Method::PUT, "/api/v1/orgs/me/ip-allowlist", &off);
     assert_eq!(cleared.status, 200, "{}", text(&cleared.body));
-    let home_id = org_ids(&server, &vic)[0].0.clone();
+    let home_id = org_ids(&server, &vic)[1].0.clone();
     let vic = Session::from_reply(&vic.post(&server, SWITCH, &json!({"org_id": home_id})));
 
     // The target enforces 2FA and vic has none: the same answer as a sign-in there, a session
