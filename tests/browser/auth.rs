@@ -323,6 +323,14 @@ fn an_existing_account_joins_a_second_organisation_and_switches_between_them() {
     let page = Page::open(&server);
     page.goto(&link);
     page.wait(&Query::heading(1, "Accept an invitation"));
+    // Taken for a new person, the account's own password is asked for by the other choice.
+    page.fill_label("New password", "a password of someone else's");
+    page.click_role("button", "Set password and join");
+    let refusal = page.text_of(&Query::any_role("alert"));
+    assert!(
+        refusal.contains("an account that already exists"),
+        "{refusal}"
+    );
     page.click(&Query::label("I already have a Lookout account"));
     page.wait(&Query::heading(2, "Sign in to join"));
     page.fill_label("E-mail", OWNER);

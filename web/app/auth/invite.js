@@ -58,6 +58,11 @@ function NewAccount({ token }) {
     try {
       joined = await api(ACCEPT, { method: "POST", body: { token, password }, anonymous: true });
     } catch (problem) {
+      // The invitation is for an account that exists: it has to prove who it is.
+      if (problem.code === "invalid_credentials" || problem.code === "invalid_code") {
+        problem.detail = "This invitation is for an account that already exists. Choose “I already have a Lookout account” and sign in with it.";
+        throw problem;
+      }
       throw inviteProblem(problem, token);
     }
     await signInTo(joined.user.email, password, joined.org).catch(() => navigate(`/login?org=${encodeURIComponent(joined.org.id)}`));
@@ -103,7 +108,7 @@ function ExistingAccount({ token, failedSignedIn }) {
   const shown = form.problem || problem;
   return html`<form onSubmit=${form.submit} novalidate aria-labelledby="existing-account-heading">
     <h2 id="existing-account-heading">Sign in to join</h2>
-    <p>Sign in with the account the invitation was sent to. Your password stays as it is.</p>
+    <p>Sign in with the account the invitation was sent to. Your password stays as it is. New to Lookout? Choose “I am new to Lookout” above.</p>
     <${ErrorSummary} problem=${shown} title=${problemTitle(shown)} />
     <${Field} label="E-mail" type="email" autocomplete="username" required value=${email} onInput=${setEmail} />
     <${Field} label="Password" type="password" autocomplete="current-password" required value=${password} onInput=${setPassword} />
