@@ -5,6 +5,7 @@
 #[path = "../integration/harness.rs"]
 mod harness;
 
+mod auth;
 mod chrome;
 mod harness_checks;
 mod page;

@@ -2,6 +2,9 @@
 // Failures become a `Problem` carrying the problem+json `detail`, in words a person can act on.
 
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+// A 401 with one of these codes is the answer to what was typed (a wrong password or code),
+// not a lost session.
+const TYPED_WRONG = new Set(["invalid_credentials", "invalid_code", "invalid_invitation"]);
 let sessionLost = () => {};
 
 /** Called when a request finds no valid session (set by session.js). */
@@ -58,7 +61,7 @@ export async function api(path, { method = "GET", body, query, signal, anonymous
   let json = {};
   try { json = text ? JSON.parse(text) : {}; } catch { json = {}; }
   if (response.ok) return json;
-  if (response.status === 401 && !anonymous) sessionLost();
+  if (response.status === 401 && !anonymous && !TYPED_WRONG.has(json.code)) sessionLost();
   if (!json.detail && !json.title) {
     json = { detail: response.status >= 500
       ? "The server could not complete this request. Try again in a moment."

@@ -14,17 +14,18 @@ const modules = new Map();
 /** The page component of a route, loaded once. */
 function usePageModule(route) {
   const [, setLoaded] = useState(0);
-  const [problem, setProblem] = useState(null);
+  // The route whose module failed: a late failure of a page already left (a redirect to
+  // sign-in) must not stand in for the page shown now.
+  const [failed, setFailed] = useState(null);
   const ready = route && modules.get(route.path);
   useEffect(() => {
     if (!route || ready) return;
-    setProblem(null);
     route.load().then(
       (module) => { modules.set(route.path, module.default); setLoaded((n) => n + 1); },
-      (error) => setProblem(error),
+      () => setFailed(route),
     );
   }, [route]);
-  return { Page: ready, problem };
+  return { Page: ready, problem: !ready && !!route && failed === route };
 }
 
 function App() {
@@ -37,6 +38,11 @@ function App() {
   useEffect(() => {
     if (needsSession && me.value === null) navigate(signInPath(), { replace: true });
   }, [needsSession, me.value]);
+  // An organisation that requires a second factor opens nothing else until the person has one.
+  const mustEnrol = !!me.value && me.value.org.two_factor_required && !me.value.user.two_factor_enabled;
+  useEffect(() => {
+    if (mustEnrol && needsSession && path !== "/profile") navigate("/profile", { replace: true });
+  }, [mustEnrol, needsSession, path]);
 
   if (needsSession && !me.value) return html`<p class="boot" role="status">Loading Lookout…</p>`;
   const Frame = route && route.public ? Plain : Shell;

@@ -12,15 +12,20 @@ const RANK = { viewer: 0, member: 1, admin: 2, owner: 3 };
 export const canAct = computed(() => !!me.value && RANK[me.value.role] >= RANK.member);
 export const isAdmin = computed(() => !!me.value && RANK[me.value.role] >= RANK.admin);
 
-export function signInPath(next = here()) {
-  return next && next !== "/" && !next.startsWith("/login") ? `/login?next=${encodeURIComponent(next)}` : "/login";
+/** The sign-in page, coming back to `next` afterwards; `reason` says why (see auth/login.js). */
+export function signInPath(next = here(), reason = "") {
+  const query = new URLSearchParams();
+  if (next && next !== "/" && !next.startsWith("/login")) query.set("next", next);
+  if (reason) query.set("reason", reason);
+  const search = query.toString();
+  return search ? `/login?${search}` : "/login";
 }
 
 // A request that finds its session gone brings the person to sign in, then back here.
 onSessionLost(() => {
   if (current.value.path === "/login") return;
   me.value = null;
-  navigate(signInPath(), { replace: true });
+  navigate(signInPath(here(), "expired"), { replace: true });
 });
 
 export async function loadMe() {
@@ -45,11 +50,21 @@ export function signedIn(answer) {
 
 export async function signOut({ everywhere = false } = {}) {
   await api(everywhere ? "/api/v1/auth/logout-everywhere" : "/api/v1/auth/logout", { method: "POST" });
-  me.value = null;
-  navigate("/login");
+  signedOut(everywhere ? "signed-out-everywhere" : "");
 }
 
+/** After the server ended the session (sign-out, password change): sign-in, saying why. */
+export function signedOut(reason = "") {
+  me.value = null;
+  orgs.value = [];
+  navigate(signInPath("/", reason));
+}
+
+/**
+ * Signs in to another of the person's organisations and opens its overview afresh, so no page
+ * keeps data of the organisation left.
+ */
 export async function switchOrg(orgId) {
-  signedIn(await api("/api/v1/auth/switch-org", { method: "POST", body: { org_id: orgId } }));
-  navigate("/");
+  await api("/api/v1/auth/switch-org", { method: "POST", body: { org_id: orgId } });
+  window.location.assign("/");
 }

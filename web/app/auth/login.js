@@ -1,5 +1,7 @@
 // Sign in: e-mail and password, then the second factor when the account has one (an
 // authenticator code or a recovery code); a locked account says how long it stays locked.
+// `?next=` is the page to return to, `?org=` the organisation to sign in to, `?reason=` why
+// the person is here (a session that ended, a changed password).
 import { useState, useEffect } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
@@ -14,55 +16,85 @@ function nextPage(query) {
   return next.startsWith("/") && !next.startsWith("//") ? next : "/";
 }
 
-function lockedMessage(problem) {
-  const minutes = problem.retryAfter ? Math.max(1, Math.ceil(problem.retryAfter / 60)) : null;
-  return minutes
-    ? `This account is locked after too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`
-    : "This account is locked after too many failed sign-ins. Try again later.";
+/** Why the person is asked to sign in, in words (`?reason=`). */
+const REASONS = {
+  expired: "Your session has ended. Sign in again to go back to the page you were on.",
+  "password-changed": "Your password is changed and every session has ended. Sign in with the new password.",
+  "two-factor-off": "Two-factor authentication is off and every session has ended. Sign in again.",
+  "signed-out-everywhere": "You are signed out on every device.",
+};
+
+/** The words of a 423: how long the account stays locked (the answer's `Retry-After`). */
+export function lockedMessage(problem) {
+  const seconds = problem.retryAfter;
+  if (!seconds) return "This account is locked after too many failed sign-ins. Try again later.";
+  const minutes = Math.max(1, Math.ceil(seconds / 60));
+  return `This account is locked after too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`;
 }
 
-function PasswordStep({ onTwoFactor, done }) {
+/** A sign-in answer's problem in words a person can act on. */
+export function signInProblem(problem) {
+  if (problem.status === 423) problem.detail = lockedMessage(problem);
+  else if (problem.code === "invalid_credentials") problem.detail = "The e-mail or password is not right.";
+  else if (problem.code === "invalid_code") problem.detail = "That code is not right, or was already used. Enter the current code from your app, or an unused recovery code.";
+  else if (problem.code === "invalid_email") problem.detail = "Enter an e-mail address, like name@example.com.";
+  return problem;
+}
+
+/** The title of the error summary above a sign-in form. */
+export const problemTitle = (problem) => (problem && problem.status === 423 ? "Account locked" : "Sign-in failed");
+
+function PasswordStep({ org, onTwoFactor, done, problem: earlier }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const form = useSubmit(async () => {
     try {
-      const answer = await api("/api/v1/auth/login", { method: "POST", body: { email, password }, anonymous: true });
+      const answer = await api("/api/v1/auth/login", { method: "POST", body: { email, password, org: org || undefined }, anonymous: true });
       if (answer.two_factor_required) onTwoFactor(answer.login_token);
       else done(answer);
     } catch (problem) {
-      if (problem.status === 423) problem.detail = lockedMessage(problem);
-      else if (problem.code === "invalid_credentials") problem.detail = "The e-mail or password is not right.";
-      throw problem;
+      throw signInProblem(problem);
     }
   });
+  const problem = form.problem || (form.busy ? null : earlier);
   return html`<form onSubmit=${form.submit} novalidate>
     <h1>Sign in</h1>
-    <${ErrorSummary} problem=${form.problem} title=${form.problem && form.problem.status === 423 ? "Account locked" : "Sign-in failed"} />
+    <${ErrorSummary} problem=${problem} title=${problemTitle(problem)} />
     <${Field} label="E-mail" type="email" autocomplete="username" required value=${email} onInput=${setEmail} />
     <${Field} label="Password" type="password" autocomplete="current-password" required value=${password} onInput=${setPassword} />
     <button type="submit" class="primary" disabled=${form.busy}>${form.busy ? "Signing in…" : "Sign in"}</button>
   </form>`;
 }
 
-function SecondFactorStep({ loginToken, done, restart }) {
+/**
+ * The second step: a code from the authenticator app or a recovery code. `nested` when the
+ * page has its own <h1> (the invitation page).
+ */
+export function SecondFactorStep({ loginToken, done, restart, nested = false }) {
+  const Heading = nested ? "h2" : "h1";
   const [code, setCode] = useState("");
+  // The step replaces the password form: the cursor goes where the code is typed.
+  useEffect(() => { const field = document.getElementById("second-factor-code"); if (field) field.focus(); }, []);
   const form = useSubmit(async () => {
     try {
       done(await api("/api/v1/auth/2fa/complete", {
         method: "POST", body: { code: code.trim(), login_token: loginToken }, anonymous: true,
       }));
     } catch (problem) {
-      if (problem.status === 423) problem.detail = lockedMessage(problem);
-      else if (problem.status === 401 && problem.code !== "invalid_credentials") restart(problem);
-      throw problem;
+      // An expired or used login token cannot take another code: back to the password.
+      if (problem.code === "unauthorized") {
+        problem.detail = "This sign-in took too long. Enter your e-mail and password again.";
+        restart(problem);
+      }
+      throw signInProblem(problem);
     }
   });
   return html`<form onSubmit=${form.submit} novalidate>
-    <h1>Two-factor authentication</h1>
+    <${Heading}>Two-factor authentication</${Heading}>
     <p>Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
-    <${ErrorSummary} problem=${form.problem} title="Verification failed" />
-    <${Field} label="Authentication or recovery code" autocomplete="one-time-code" inputmode="text"
-      autofocus required value=${code} onInput=${setCode} />
+    <${ErrorSummary} problem=${form.problem} title=${form.problem && form.problem.status === 423 ? "Account locked" : "Verification failed"} />
+    <${Field} id="second-factor-code" label="Authentication or recovery code" autocomplete="one-time-code"
+      spellcheck="false" required value=${code} onInput=${setCode} />
     <button type="submit" class="primary" disabled=${form.busy}>${form.busy ? "Verifying…" : "Verify"}</button>
     <p><button type="button" class="link" onClick=${() => restart(null)}>Start again</button></p>
   </form>`;
@@ -71,14 +103,19 @@ function SecondFactorStep({ loginToken, done, restart }) {
 export default function LoginPage({ query }) {
   useTitle("Sign in");
   const [loginToken, setLoginToken] = useState(null);
+  const [restartProblem, setRestartProblem] = useState(null);
   const target = nextPage(query);
   useEffect(() => { if (me.value) navigate(target, { replace: true }); }, [me.value]);
   const done = (answer) => { signedIn(answer); navigate(target, { replace: true }); };
+  const restart = (problem) => { setRestartProblem(problem); setLoginToken(null); };
   if (loginToken) {
-    return html`<${SecondFactorStep} loginToken=${loginToken} done=${done} restart=${() => setLoginToken(null)} />`;
+    return html`<${SecondFactorStep} loginToken=${loginToken} done=${done} restart=${restart} />`;
   }
+  const reason = REASONS[query.get("reason")];
   return html`<div>
-    ${target !== "/" && html`<p class="notice" role="status">Sign in to continue to the page you opened.</p>`}
-    <${PasswordStep} onTwoFactor=${setLoginToken} done=${done} />
+    ${reason && html`<p class="notice" role="status">${reason}</p>`}
+    ${!reason && target !== "/" && html`<p class="notice" role="status">Sign in to continue to the page you opened.</p>`}
+    <${PasswordStep} org=${query.get("org")} onTwoFactor=${(token) => { setRestartProblem(null); setLoginToken(token); }}
+      done=${done} problem=${restartProblem} />
   </div>`;
 }

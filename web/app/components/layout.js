@@ -33,15 +33,41 @@ function Navigation({ section }) {
   </nav>`;
 }
 
+/**
+ * The organisation of the session; for people in several, a menu of them: choosing one
+ * exchanges the session for one there (`POST /api/v1/auth/switch-org`) and opens its overview.
+ * A menu rather than a <select>, so that moving through the choices switches nothing.
+ */
 function OrgSwitcher() {
   const mine = me.value;
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState(null);
   if (orgs.value.length < 2) return html`<span class="org-name">${mine.org.name}</span>`;
-  return html`<label class="org-switch">
-    <span class="visually-hidden">Organisation</span>
-    <select value=${mine.org.id} onChange=${(event) => switchOrg(event.currentTarget.value)}>
-      ${orgs.value.map((org) => html`<option value=${org.id} selected=${org.id === mine.org.id}>${org.name}</option>`)}
-    </select>
-  </label>`;
+  const choose = async (org) => {
+    setOpen(false);
+    if (org.id === mine.org.id) return;
+    setBusy(true);
+    setProblem(null);
+    try {
+      await switchOrg(org.id);
+    } catch (failure) {
+      setBusy(false);
+      setProblem(failure);
+    }
+  };
+  return html`<div class="org-switch" onKeyDown=${(event) => event.key === "Escape" && setOpen(false)}>
+    <button type="button" class="quiet org-name" aria-haspopup="true" aria-expanded=${open ? "true" : "false"}
+      disabled=${busy} onClick=${() => setOpen(!open)}>
+      <span class="visually-hidden">Organisation: </span>${mine.org.name} <span aria-hidden="true">▾</span>
+    </button>
+    ${open && html`<ul class="menu">
+      ${orgs.value.map((org) => html`<li><button type="button" class="quiet" onClick=${() => choose(org)}
+        aria-current=${org.id === mine.org.id ? "true" : undefined}>${org.name} <span class="meta">${`(${org.role})`}</span></button></li>`)}
+    </ul>`}
+    ${busy && html`<span class="meta" role="status">Switching…</span>`}
+    ${problem && html`<span class="inline-error" role="alert">${problem.detail}</span>`}
+  </div>`;
 }
 
 function GlobalSearch() {
