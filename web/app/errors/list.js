@@ -73,7 +73,7 @@ function SearchBar({ filters }) {
       <button type="submit" class="primary">Search</button>
       <p class="help" id="errors-query-help">Words search message, name, stack and URL; field:value narrows.</p>
     </div>
-    ${helpOpen && html`<${QueryHelp} close=${closeHelp} use=${(example) => { setText(example); closeHelp(); search(example); }} />`}
+    ${helpOpen && html`<${QueryHelp} close=${closeHelp} dismiss=${() => setHelpOpen(false)} use=${(example) => { setText(example); closeHelp(); search(example); }} />`}
     <div class="filters">
       <${Select} label="Status" value=${filters.status} options=${STATUS_OPTIONS} onChange=${(v) => pick("status")(v === "unresolved" ? "" : v)} />
       <div class="field"><label for="errors-release">Release</label>

@@ -19,12 +19,20 @@ export function QueryHelpButton({ open, setOpen, buttonRef }) {
     aria-controls="query-help" onClick=${() => setOpen(!open)}>Query help</button>`;
 }
 
-/** The popover itself: `use(example)` puts an example in the box and searches for it. */
-export function QueryHelp({ close, use }) {
+/**
+ * The popover itself: `use(example)` puts an example in the box and searches for it; `close`
+ * returns focus to the toggle, `dismiss` (a click elsewhere) leaves focus where the click put it.
+ */
+export function QueryHelp({ close, dismiss, use }) {
   const box = useRef(null);
   useEffect(() => {
     const first = box.current && box.current.querySelector("button");
     if (first) first.focus();
+    const outside = (event) => {
+      if (box.current && !box.current.contains(event.target) && !event.target.closest("[aria-controls=query-help]")) dismiss();
+    };
+    document.addEventListener("mousedown", outside);
+    return () => document.removeEventListener("mousedown", outside);
   }, []);
   const onKey = (event) => { if (event.key === "Escape") { event.preventDefault(); close(); } };
   return html`<div class="popover query-help" id="query-help" role="region" aria-labelledby="query-help-title" ref=${box} onKeyDown=${onKey}>
