@@ -1,43 +1,45 @@
-//! The error group API (viewer reads, member changes status): `GET /api/v1/error-groups`
-//! (latest activity first, `status` filter), `GET /api/v1/error-groups/{id}` (with per-release
-//! counts, the per-hour histogram and the latest event, its frames resolved on read), and
-//! `PATCH /api/v1/error-groups/{id}` `{"status"}`.
+//! The error group API (viewer reads, member changes status): `GET /api/v1/error-groups/{id}`
+//! (with per-release counts, the per-hour histogram and the latest event, its frames resolved
+//! on read), `PATCH /api/v1/error-groups/{id}` `{"status"}` and `PATCH /api/v1/error-groups`
+//! `{"ids","status"}` (many groups in one write transaction). The list is `api_list.rs`, the
+//! tag distribution `api_tags.rs`.
 //!
-//! Invariants: a caller sees only its own organisation's groups; list scans are bounded
-//! (`MAX_SCANNED` index rows per page); reads run in one read transaction on a blocking thread.
-
-use std::ops::Bound;
+//! Invariants: a caller sees and changes only its own organisation's groups; a bulk change
+//! names at most `MAX_BULK_IDS` groups and changes all of them or, when one is unknown to the
+//! caller's organisation, none; reads run in one read transaction on a blocking thread.
 
 use axum::Json;
-use axum::extract::{FromRef, Path, RawQuery, State};
+use axum::extract::{FromRef, Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::db::{self, GROUP_LAST_SEEN};
+use super::db;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
-use super::resolve;
+use super::{api_list, api_tags, resolve};
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
-use crate::http::page::PageRequest;
 use crate::http::{ApiError, ErrorCode};
 use crate::ingest::errors::{EVENTS, ErrorEvent};
 use crate::ingest::views::ErrorEventView;
+use crate::search::Search;
 use crate::store::{StoreError, tables};
 
-/// Most index rows one page of a filtered list reads before it answers with what it found.
-const MAX_SCANNED: usize = 20_000;
+/// Most groups one bulk status change names.
+pub const MAX_BULK_IDS: usize = 100;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Search: FromRef<S>,
 {
     OpenApiRouter::new()
-        .routes(routes!(list_groups))
+        .routes(routes!(api_list::list_groups, patch_groups))
         .routes(routes!(get_group, patch_group))
+        .routes(routes!(api_tags::group_tags))
 }
 
 /// An error group.
@@ -93,12 +95,6 @@ impl From<&ErrorGroup> for ErrorGroupView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorGroupList {
-    pub items: Vec<ErrorGroupView>,
-    pub next_cursor: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct ReleaseCountView {
     pub release: String,
     pub count: u64,
@@ -129,77 +125,11 @@ pub struct PatchGroupRequest {
     pub status: String,
 }
 
-fn parameter(detail: impl Into<String>) -> ApiError {
+pub(super) fn parameter(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidParameter, detail)
 }
 
-/// Error groups, latest activity first; filter `status`.
-#[utoipa::path(get, path = "/api/v1/error-groups", tag = "errors",
-    params(("status" = Option<String>, Query, description = "unresolved, resolved or ignored"),
-        ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorGroupList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
-async fn list_groups(
-    State(auth): State<Auth>,
-    Viewer(caller): Viewer,
-    page: PageRequest,
-    RawQuery(query): RawQuery,
-) -> Result<Json<ErrorGroupList>, ApiError> {
-    let mut status = None;
-    for (name, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if name == "status" {
-            let parsed = GroupStatus::parse(&value)
-                .ok_or_else(|| parameter("status: expected unresolved, resolved or ignored"))?;
-            if status.replace(parsed).is_some() {
-                return Err(parameter("status: given more than once"));
-            }
-        }
-    }
-    let org = caller.org_id;
-    let prefix = tables::owner_prefix(org.as_str());
-    let owner = prefix.clone();
-    let end = match &page.cursor {
-        Some(cursor) if cursor.contains('/') => format!("{prefix}{cursor}"),
-        Some(_) => return Err(PageRequest::bad_cursor()),
-        None => format!("{}0", org.as_str()),
-    };
-    let limit = page.limit;
-    let (groups, last_key) = auth
-        .store()
-        .read(move |txn| {
-            let table = txn
-                .open_table(GROUP_LAST_SEEN.definition())
-                .map_err(StoreError::from)?;
-            let range = table
-                .range::<&str>((
-                    Bound::Included(prefix.as_str()),
-                    Bound::Excluded(end.as_str()),
-                ))
-                .map_err(StoreError::from)?;
-            let (mut found, mut last, mut scanned) = (Vec::new(), None, 0);
-            for entry in range.rev() {
-                if found.len() >= limit || scanned >= MAX_SCANNED {
-                    return Ok::<_, ApiError>((found, last));
-                }
-                scanned += 1;
-                let (key, id) = entry.map_err(StoreError::from)?;
-                let id = GroupId::parse(id.value()).map_err(ApiError::internal)?;
-                if let Some(group) = db::get_group(txn, &org, &id)?
-                    && status.is_none_or(|status| group.status == status)
-                {
-                    found.push(group);
-                }
-                last = Some(key.value().to_string());
-            }
-            Ok((found, None))
-        })
-        .await?;
-    let next_cursor = last_key.map(|key| key.strip_prefix(&owner).unwrap_or(&key).to_string());
-    let items = groups.iter().map(ErrorGroupView::from).collect();
-    Ok(Json(ErrorGroupList { items, next_cursor }))
-}
-
-fn group_id(text: &str) -> Result<GroupId, ApiError> {
+pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
     GroupId::parse(text).map_err(|_| ApiError::not_found("error group"))
 }
 
@@ -274,12 +204,7 @@ async fn patch_group(
     ApiJson(request): ApiJson<PatchGroupRequest>,
 ) -> Result<Json<ErrorGroupView>, ApiError> {
     let id = group_id(&id)?;
-    let status = GroupStatus::parse(&request.status).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::InvalidPayload,
-            "status: expected unresolved, resolved or ignored",
-        )
-    })?;
+    let status = status_of(&request.status)?;
     let org = caller.org_id;
     let now = auth.clock().now();
     let changed = auth
@@ -296,4 +221,87 @@ async fn patch_group(
         .await?;
     let group = changed.ok_or_else(|| ApiError::not_found("error group"))?;
     Ok(Json(ErrorGroupView::from(&group)))
+}
+
+fn status_of(text: &str) -> Result<GroupStatus, ApiError> {
+    GroupStatus::parse(text).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidPayload,
+            "status: expected unresolved, resolved or ignored",
+        )
+    })
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkPatchRequest {
+    /// 1 to 100 group ids (`grp_…`); repeated ids count once.
+    pub ids: Vec<String>,
+    /// `unresolved`, `resolved` or `ignored`.
+    pub status: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BulkPatchResponse {
+    /// Groups whose status changed (a group that already had the status is not counted).
+    pub updated: u64,
+    /// Every named group as it is now, in the order of `ids`.
+    pub items: Vec<ErrorGroupView>,
+}
+
+/// Sets the status of many groups at once (member or above): all of them, or none when one
+/// id is not a group of the caller's organisation (404).
+#[utoipa::path(patch, path = "/api/v1/error-groups", tag = "errors",
+    request_body = BulkPatchRequest,
+    responses((status = 200, body = BulkPatchResponse),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+async fn patch_groups(
+    State(auth): State<Auth>,
+    Member(caller): Member,
+    ApiJson(request): ApiJson<BulkPatchRequest>,
+) -> Result<Json<BulkPatchResponse>, ApiError> {
+    if request.ids.is_empty() || request.ids.len() > MAX_BULK_IDS {
+        return Err(parameter(format!(
+            "ids: expected 1 to {MAX_BULK_IDS} error group ids, got {}",
+            request.ids.len()
+        )));
+    }
+    let status = status_of(&request.status)?;
+    let mut ids: Vec<GroupId> = Vec::with_capacity(request.ids.len());
+    for text in &request.ids {
+        let id = group_id(text)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let org = caller.org_id;
+    let now = auth.clock().now();
+    let changed = auth
+        .store()
+        .write(move |txn| {
+            // Every group is read before any is written: an unknown one leaves all unchanged.
+            let mut groups = Vec::with_capacity(ids.len());
+            for id in &ids {
+                match db::get_group(txn, &org, id)? {
+                    Some(group) => groups.push(group),
+                    None => return Ok(None),
+                }
+            }
+            let mut updated = 0;
+            for group in &mut groups {
+                if group.set_status(status, now) {
+                    db::put_group(txn, &org, group)?;
+                    updated += 1;
+                }
+            }
+            Ok::<_, StoreError>(Some((updated, groups)))
+        })
+        .await?;
+    let (updated, groups) = changed.ok_or_else(|| ApiError::not_found("error group"))?;
+    Ok(Json(BulkPatchResponse {
+        updated,
+        items: groups.iter().map(ErrorGroupView::from).collect(),
+    }))
 }

@@ -8,9 +8,12 @@
 //! commit together.
 //!
 //! Rooms: `stack.rs` (pure parser), `fingerprint.rs` (pure), `model.rs` (the group record and
-//! how events fold into it), `db.rs` (tables), `resolve.rs` (source maps), `api.rs` (routes).
+//! how events fold into it), `db.rs` (tables), `resolve.rs` (source maps), `api.rs` (group detail and status changes), `api_list.rs` (the
+//! group list), `api_tags.rs` (a group's tag distribution).
 
 pub mod api;
+pub mod api_list;
+pub mod api_tags;
 pub mod db;
 pub mod fingerprint;
 pub mod model;

@@ -16,7 +16,7 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::errors::{EVENTS, EventId, SESSION_EVENTS};
+use super::errors::{EVENTS, ErrorEvent, EventId, SESSION_EVENTS};
 use super::fields::time_key;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
@@ -29,7 +29,7 @@ use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ErrorCode};
 use crate::search::query::SearchRequest;
-use crate::search::{Search, SearchError};
+use crate::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use crate::store::codec::decode;
 use crate::store::{Scan, StoreError, tables};
 
@@ -59,7 +59,7 @@ fn parameter(detail: impl Into<String>) -> ApiError {
 }
 
 /// The filters of a query string (each at most once).
-fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+pub(crate) fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String>, ApiError> {
     let mut found = HashMap::new();
     for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if names.contains(&name.as_ref())
@@ -72,7 +72,7 @@ fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String
 }
 
 /// `from` / `to`: RFC 3339 or epoch milliseconds.
-fn time_filter(
+pub(crate) fn time_filter(
     filters: &HashMap<String, String>,
     name: &str,
 ) -> Result<Option<Timestamp>, ApiError> {
@@ -97,7 +97,7 @@ async fn read<T: Send + 'static>(
 }
 
 /// The keys `[start, end)` of `table`, last first, at most `limit`.
-fn keys_backwards<V: redb::Value + 'static>(
+pub(crate) fn keys_backwards<V: redb::Value + 'static>(
     txn: &ReadTransaction,
     table: redb::TableDefinition<'static, &'static str, V>,
     start: &str,
@@ -144,6 +144,7 @@ async fn list_errors(
         None => None,
     };
     let group = filters.get("group").cloned();
+    let group_filter = group.clone();
     if group
         .as_deref()
         .is_some_and(|g| g.contains('/') || g.is_empty())
@@ -151,8 +152,9 @@ async fn list_errors(
         return Err(parameter("group: expected an error group id"));
     }
     let org = caller.org_id;
+    let org_id = org.clone();
     let limit = page.limit;
-    let items = read(&auth, move |txn| {
+    let (items, counted) = read(&auth, move |txn| {
         // Events in key order of either the event table or the group's event index; both end
         // in the event id, so the cursor is the last event id in both cases.
         let owner = match &group {
@@ -182,23 +184,81 @@ async fn list_errors(
                 Ok(())
             })?,
         }
-        let mut events = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))?
-            else {
-                continue;
-            };
-            crate::errors::resolve::resolve_for_reading(txn, &org, &mut event)?;
-            events.push(event);
-        }
-        Ok(events)
+        // The total counts the whole list, not what follows the cursor.
+        let whole_end = format!("{owner}0");
+        let counted = match group {
+            Some(_) => {
+                let index = crate::errors::db::GROUP_EVENTS.definition();
+                count_keys(txn, index, &start, &whole_end)?
+            }
+            None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
+        };
+        Ok((events_of(txn, &org, ids)?, counted))
     })
     .await?;
+    let (total, total_is_estimate) = match counted {
+        Some(exact) => (exact, false),
+        None => {
+            // Past the exact bound the index counts the events (it may lag by a commit).
+            let request = SearchRequest {
+                group: group_filter,
+                ..SearchRequest::of_org(org_id.to_string())
+            };
+            let indexed = tokio::task::spawn_blocking(move || search.count(&request))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::internal)?;
+            (indexed.max(EXACT_TOTAL_UP_TO + 1), true)
+        }
+    };
     let next_cursor = (items.len() == limit)
         .then(|| items.last().map(|event| event.id.to_string()))
         .flatten();
     let items = items.into_iter().map(ErrorEventView::from).collect();
-    Ok(Json(ErrorEventList { items, next_cursor }))
+    Ok(Json(ErrorEventList {
+        items,
+        next_cursor,
+        total: total as u64,
+        total_is_estimate,
+    }))
+}
+
+/// The keys of `[start, end)` when there are at most `EXACT_TOTAL_UP_TO`, else `None`.
+pub(crate) fn count_keys<V: redb::Value + 'static>(
+    txn: &ReadTransaction,
+    table: redb::TableDefinition<'static, &'static str, V>,
+    start: &str,
+    end: &str,
+) -> Result<Option<usize>, StoreError> {
+    let table = txn.open_table(table)?;
+    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
+    let mut counted = 0;
+    for entry in range {
+        entry?;
+        counted += 1;
+        if counted > EXACT_TOTAL_UP_TO {
+            return Ok(None);
+        }
+    }
+    Ok(Some(counted))
+}
+
+/// The stored events of `ids`, in order, frames resolved for reading; an id whose event is
+/// gone (retention may delete it before the index forgets it) is skipped.
+fn events_of(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    ids: Vec<String>,
+) -> Result<Vec<ErrorEvent>, ApiError> {
+    let mut events = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))? else {
+            continue;
+        };
+        crate::errors::resolve::resolve_for_reading(txn, org, &mut event)?;
+        events.push(event);
+    }
+    Ok(events)
 }
 
 /// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
@@ -217,39 +277,38 @@ async fn search_errors(
         None => 0,
     };
     let request = SearchRequest {
-        org: org.to_string(),
         q: filters.get("q").cloned(),
         from: time_filter(&filters, "from")?.map(|at| at.0),
         to: time_filter(&filters, "to")?.map(|at| at.0),
         group: filters.get("group").cloned(),
         limit: page.limit,
         offset,
+        ..SearchRequest::of_org(org.to_string())
     };
-    let ids = tokio::task::spawn_blocking(move || search.query(&request))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|error| match error {
-            SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
-            other => ApiError::internal(other),
-        })?;
+    // The index counts every match without reading a document: the total is exact.
+    let (ids, total) =
+        tokio::task::spawn_blocking(move || Ok((search.query(&request)?, search.count(&request)?)))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(search_problem)?;
     let found = ids.len();
-    let items = read(&auth, move |txn| {
-        let mut events = Vec::with_capacity(ids.len());
-        for id in ids {
-            // An event deleted by retention may still be in the index until it is rebuilt.
-            let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))?
-            else {
-                continue;
-            };
-            crate::errors::resolve::resolve_for_reading(txn, &org, &mut event)?;
-            events.push(event);
-        }
-        Ok(events)
-    })
-    .await?;
+    let items = read(&auth, move |txn| events_of(txn, &org, ids)).await?;
     let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
     let items = items.into_iter().map(ErrorEventView::from).collect();
-    Ok(Json(ErrorEventList { items, next_cursor }))
+    Ok(Json(ErrorEventList {
+        items,
+        next_cursor,
+        total: total as u64,
+        total_is_estimate: false,
+    }))
+}
+
+/// A search failure as a problem: an invalid `q` is the caller's, anything else is ours.
+pub fn search_problem(error: SearchError) -> ApiError {
+    match error {
+        SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
+        other => ApiError::internal(other),
+    }
 }
 
 /// Browser sessions, latest start first; filters `service`, `environment`, `from`, `to`.

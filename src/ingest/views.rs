@@ -69,6 +69,10 @@ impl From<ErrorEvent> for ErrorEventView {
 pub struct ErrorEventList {
     pub items: Vec<ErrorEventView>,
     pub next_cursor: Option<String>,
+    /// Events matching the request: exact up to 10,000, then an estimate.
+    pub total: u64,
+    /// Whether `total` is an estimate.
+    pub total_is_estimate: bool,
 }
 
 /// A browser session, as ingested (scrubbed).

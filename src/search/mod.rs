@@ -48,6 +48,10 @@ pub enum SearchError {
     InvalidQuery(String),
 }
 
+/// List totals are exact up to this many matches; beyond, they are an estimate
+/// (`total_is_estimate`), so no request counts more rows than this one by one.
+pub const EXACT_TOTAL_UP_TO: usize = 10_000;
+
 /// The search handle shared by the ingest route, the read API and the server.
 #[derive(Clone)]
 pub struct Search {

@@ -1,6 +1,7 @@
 //! Running a search: `q` in the tantivy query language over `message`, `name`, `stack`,
-//! `url`, `release`, `service`, `environment`, `level` and `tag.KEY`, plus a time range and a
-//! group, newest first.
+//! `url`, `release`, `service`, `environment`, `level` and `tag.KEY`, plus a time range, a
+//! group and exact release, environment and service, newest first; or the count of the
+//! matches, or the groups of the newest matches (the error group list's event filters).
 //!
 //! Invariants: every query is restricted to the caller's organisation and to event documents.
 //! Stack text lives in group documents, so each term of `q` that can match a stack (a
@@ -13,20 +14,21 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
 use tantivy::query_grammar::{self, UserInputAst, UserInputLeaf};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{Order, Searcher, TantivyDocument, Term};
 
 use super::schema::{KIND_EVENT, KIND_GROUP};
-use super::{Search, SearchError};
+use super::{Opened, Search, SearchError};
 
 /// Groups whose stacks match one term that are carried into the event query.
 const MAX_MATCHING_GROUPS: usize = 1_000;
 /// The fields a term without a field searches besides `stack`.
 const EVENT_TEXT_FIELDS: [&str; 3] = ["message", "name", "url"];
 
+#[derive(Clone)]
 pub struct SearchRequest {
     pub org: String,
     pub q: Option<String>,
@@ -34,8 +36,30 @@ pub struct SearchRequest {
     pub from: Option<i64>,
     pub to: Option<i64>,
     pub group: Option<String>,
+    /// Exact values of the event's `release`, `environment` and `service`.
+    pub release: Option<String>,
+    pub environment: Option<String>,
+    pub service: Option<String>,
     pub limit: usize,
     pub offset: usize,
+}
+
+impl SearchRequest {
+    /// Every event of `org`: no filter, the first page of the default size.
+    pub fn of_org(org: String) -> SearchRequest {
+        SearchRequest {
+            org,
+            q: None,
+            from: None,
+            to: None,
+            group: None,
+            release: None,
+            environment: None,
+            service: None,
+            limit: crate::http::page::DEFAULT_LIMIT,
+            offset: 0,
+        }
+    }
 }
 
 fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
@@ -52,6 +76,61 @@ impl Search {
         let fields = &self.inner.fields;
         let opened = self.opened();
         let searcher = opened.reader.searcher();
+        let query = self.build_query(&opened, &searcher, request)?;
+        let top = TopDocs::with_limit(request.limit.max(1))
+            .and_offset(request.offset)
+            .order_by_fast_field::<i64>("timestamp", Order::Desc);
+        let mut ids = Vec::new();
+        for (_, address) in searcher.search(&query, &top)? {
+            let document: TantivyDocument = searcher.doc(address)?;
+            if let Some(id) = document.get_first(fields.id).and_then(|v| v.as_str()) {
+                ids.push(id.to_string());
+            }
+        }
+        Ok(ids)
+    }
+
+    /// How many events match `request` (its `limit` and `offset` aside), counted in the index.
+    /// Blocking: call it from a blocking thread.
+    pub fn count(&self, request: &SearchRequest) -> Result<usize, SearchError> {
+        let opened = self.opened();
+        let searcher = opened.reader.searcher();
+        let query = self.build_query(&opened, &searcher, request)?;
+        Ok(searcher.search(&query, &Count)?)
+    }
+
+    /// The distinct groups of the newest `max_events` events matching `request`, and whether
+    /// more matching events were left unread. Blocking: call it from a blocking thread.
+    pub fn groups_of_matches(
+        &self,
+        request: &SearchRequest,
+        max_events: usize,
+    ) -> Result<(BTreeSet<String>, bool), SearchError> {
+        let fields = &self.inner.fields;
+        let opened = self.opened();
+        let searcher = opened.reader.searcher();
+        let query = self.build_query(&opened, &searcher, request)?;
+        let top = TopDocs::with_limit(max_events.max(1))
+            .order_by_fast_field::<i64>("timestamp", Order::Desc);
+        let (found, matched) = searcher.search(&query, &(top, Count))?;
+        let mut groups = BTreeSet::new();
+        for (_, address) in &found {
+            let document: TantivyDocument = searcher.doc(*address)?;
+            if let Some(group) = document.get_first(fields.group).and_then(|v| v.as_str()) {
+                groups.insert(group.to_string());
+            }
+        }
+        Ok((groups, matched > found.len()))
+    }
+
+    /// The query of `request`: its organisation, filters and parsed `q`.
+    fn build_query(
+        &self,
+        opened: &Opened,
+        searcher: &Searcher,
+        request: &SearchRequest,
+    ) -> Result<BooleanQuery, SearchError> {
+        let fields = &self.inner.fields;
         let parsed = match request
             .q
             .as_deref()
@@ -66,7 +145,7 @@ impl Search {
                     .map_err(|_| SearchError::InvalidQuery(format!("cannot parse {q:?}")))?;
                 let rewriter = StackTerms {
                     parser: &parser,
-                    searcher: &searcher,
+                    searcher,
                     org: &request.org,
                     search: self,
                 };
@@ -83,8 +162,16 @@ impl Search {
             (Occur::Must, term(fields.kind, KIND_EVENT)),
             (Occur::Must, term(fields.org, &request.org)),
         ];
-        if let Some(group) = &request.group {
-            clauses.push((Occur::Must, term(fields.group, group)));
+        let exact = [
+            (fields.group, &request.group),
+            (fields.release, &request.release),
+            (fields.environment, &request.environment),
+            (fields.service, &request.service),
+        ];
+        for (field, value) in exact {
+            if let Some(value) = value {
+                clauses.push((Occur::Must, term(field, value)));
+            }
         }
         if request.from.is_some() || request.to.is_some() {
             let bound = |at: Option<i64>, inclusive: bool| match at {
@@ -100,18 +187,7 @@ impl Search {
         if let Some(parsed) = parsed {
             clauses.push((Occur::Must, parsed));
         }
-        let query = BooleanQuery::new(clauses);
-        let top = TopDocs::with_limit(request.limit.max(1))
-            .and_offset(request.offset)
-            .order_by_fast_field::<i64>("timestamp", Order::Desc);
-        let mut ids = Vec::new();
-        for (_, address) in searcher.search(&query, &top)? {
-            let document: TantivyDocument = searcher.doc(address)?;
-            if let Some(id) = document.get_first(fields.id).and_then(|v| v.as_str()) {
-                ids.push(id.to_string());
-            }
-        }
-        Ok(ids)
+        Ok(BooleanQuery::new(clauses))
     }
 }
 
