@@ -18,6 +18,7 @@ use super::model::{
 };
 use super::rules_model::{AlertRule, RuleId, RuleState};
 use crate::accounts::model::OrgId;
+use crate::clock::Timestamp;
 use crate::store::tables::{self, composite_key};
 use crate::store::{IndexTable, ReadTxn, RecordTable, SecretTable, StoreError};
 
@@ -156,6 +157,35 @@ pub fn deployments_of_org(
     limit: usize,
 ) -> Result<Vec<Deployment>, StoreError> {
     DEPLOYMENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+}
+
+/// Up to `limit` deployments of `org` after `after` whose `started_at` is at or after `from`
+/// and before `to`, oldest first. A re-run moves `started_at` later than the id's time, so the
+/// walk reads the org's deployments in pages until it has `limit` or none are left.
+pub fn deployments_of_org_between(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&DeploymentId>,
+    limit: usize,
+    (from, to): (Option<Timestamp>, Option<Timestamp>),
+) -> Result<Vec<Deployment>, StoreError> {
+    const PAGE: usize = 256;
+    let within = |deployment: &Deployment| {
+        from.is_none_or(|from| deployment.started_at >= from)
+            && to.is_none_or(|to| deployment.started_at < to)
+    };
+    let mut cursor = after.map(|id| id.to_string());
+    let mut found = Vec::new();
+    loop {
+        let page = DEPLOYMENTS.page_of_owner(txn, org.as_str(), cursor.as_deref(), PAGE)?;
+        let full = page.len() == PAGE;
+        cursor = page.last().map(|deployment| deployment.id.to_string());
+        found.extend(page.into_iter().filter(|deployment| within(deployment)));
+        if found.len() >= limit || !full {
+            found.truncate(limit);
+            return Ok(found);
+        }
+    }
 }
 
 // ---- builds ----

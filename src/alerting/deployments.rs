@@ -1,5 +1,6 @@
 //! Deployments: `POST /api/v1/deployments/webhook` (any CI system, with a `deployments`
-//! inbound token) and `GET /api/v1/deployments`.
+//! inbound token) and `GET /api/v1/deployments` (optionally only those started between
+//! `from` and `to`).
 //!
 //! Invariants: a report, its `deployment.started` / `deployment.finished` deliveries and the
 //! services registry update commit in one write transaction, so a receiver never hears of a
@@ -21,6 +22,7 @@ use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus,
 use crate::auth::{Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::query::{filters, time_filter};
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::ingest::services::{Activity, record_activity};
 use crate::notify::{self, Event, EventExtra, Notify};
@@ -235,10 +237,14 @@ async fn deployment_webhook(
     Ok((status, Json(deployment_view(&deployment))))
 }
 
-/// Lists the organisation's deployments, oldest first.
+/// Lists the organisation's deployments, oldest first; `from`/`to` keep those started in
+/// that range (the overview's markers).
 #[utoipa::path(get, path = "/api/v1/deployments", tag = "deployments",
-    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = DeploymentList)))]
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
+        ("from" = Option<String>, Query, description = "started at or after (RFC 3339 or epoch ms)"),
+        ("to" = Option<String>, Query, description = "started before")),
+    responses((status = 200, body = DeploymentList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_deployments(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
@@ -246,11 +252,16 @@ async fn list_deployments(
 ) -> Result<Json<DeploymentList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(DeploymentId::parse)?;
+    let filters = filters(query.as_deref(), &["from", "to"])?;
+    let range = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.
     let rows = notify
         .store()
-        .read(move |txn| db::deployments_of_org(txn, &org, after.as_ref(), limit + 1))
+        .read(move |txn| match range {
+            (None, None) => db::deployments_of_org(txn, &org, after.as_ref(), limit + 1),
+            _ => db::deployments_of_org_between(txn, &org, after.as_ref(), limit + 1, range),
+        })
         .await?;
     let (rows, next_cursor) = page.split(rows, |deployment| deployment.id.to_string());
     Ok(Json(DeploymentList {

@@ -6,7 +6,8 @@
 //! `inbound.rs` (inbound tokens and the `Inbound<K>` extractor), `deployments.rs`,
 //! `builds.rs` (Jenkins), `incidents_model.rs` + `incidents_wire.rs` + `incidents.rs`,
 //! `alerts_model.rs` + `alerts.rs` (alerts; external ones), `rollup.rs` (counters written by
-//! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick).
+//! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick),
+//! `stats.rs` (error events per interval, read from the rollups).
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
 //! incident opened, changed or resolved, an alert firing, resolving or acknowledged) enqueues
@@ -27,6 +28,7 @@ pub mod model;
 pub mod rollup;
 pub mod rules;
 pub mod rules_model;
+pub mod stats;
 pub mod transitions;
 
 use axum::extract::FromRef;
@@ -51,4 +53,5 @@ where
         .merge(incidents::routes())
         .merge(alerts::routes())
         .merge(rules::routes())
+        .merge(stats::routes())
 }

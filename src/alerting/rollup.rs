@@ -10,8 +10,8 @@
 //!
 //! Invariants: a window of at most `EXACT_WINDOW_SECONDS` is summed to the second; a longer one
 //! starts at a minute boundary (so it needs no second rows older than an hour). Rows of the
-//! 1 s and 10 s levels older than `SECOND_ROWS_KEPT`, and the others older than
-//! `MINUTE_ROWS_KEPT`, are swept.
+//! 1 s and 10 s levels older than `SECOND_ROWS_KEPT`, of the 1 min and 10 min levels older
+//! than `MINUTE_ROWS_KEPT`, and hour rows older than `HOUR_ROWS_KEPT`, are swept.
 //! Span durations are kept as a log-scale histogram whose bins hold a count and a sum, so a
 //! percentile is the mean of the bin it falls in: exact when the bin's values are equal, and
 //! within one bin's width (about 9 %) otherwise.
@@ -35,8 +35,11 @@ pub const MAX_WINDOW_SECONDS: i64 = 86_400;
 pub const EXACT_WINDOW_SECONDS: i64 = 3_600;
 /// How long second rows are kept (an exact window plus slack).
 pub const SECOND_ROWS_KEPT: i64 = EXACT_WINDOW_SECONDS + 600;
-/// How long minute rows are kept (the longest window plus slack).
+/// How long minute and ten-minute rows are kept (the longest window plus slack; also the
+/// last 24 h of the per-minute error chart, `stats.rs`).
 pub const MINUTE_ROWS_KEPT: i64 = MAX_WINDOW_SECONDS + 3_600;
+/// How long hour rows are kept: a month of the hourly error chart (`stats.rs`).
+pub const HOUR_ROWS_KEPT: i64 = 31 * 86_400;
 
 /// What a row counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -160,7 +163,7 @@ impl Rollup {
     }
 }
 
-fn prefix(org: &str, metric: Metric, service: &str, environment: &str) -> String {
+pub(super) fn prefix(org: &str, metric: Metric, service: &str, environment: &str) -> String {
     format!(
         "{org}/{}/{}/{}/",
         metric.as_str(),
@@ -262,18 +265,17 @@ impl RollupBatch {
     }
 }
 
-/// Sums the buckets of `granularity` from `first` to `last` inclusive. Reads at most one row
-/// per bucket of the range (there is at most one row per bucket).
-fn sum_range(
+/// The rows of `granularity` from bucket `first` to `last` inclusive, with their bucket
+/// numbers, in time order. Reads at most one row per bucket (there is at most one).
+pub(super) fn rows_between(
     txn: &impl ReadTxn,
     prefix: &str,
     granularity: char,
     first: i64,
     last: i64,
-    into: &mut Rollup,
-) -> Result<(), StoreError> {
+) -> Result<Vec<(i64, Rollup)>, StoreError> {
     if first > last {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let rows_prefix = format!("{prefix}{granularity}");
     let end = bucket_key(prefix, granularity, last);
@@ -290,9 +292,22 @@ fn sum_range(
             if key > end.as_str() {
                 return Ok(None);
             }
-            crate::store::codec::decode::<Rollup>(bytes).map(Some)
+            let bucket = key[rows_prefix.len()..].parse::<i64>().unwrap_or(-1);
+            crate::store::codec::decode::<Rollup>(bytes).map(|row| Some((bucket, row)))
         })?;
-    for row in rows.into_iter().flatten() {
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// Sums the buckets of `granularity` from `first` to `last` inclusive.
+fn sum_range(
+    txn: &impl ReadTxn,
+    prefix: &str,
+    granularity: char,
+    first: i64,
+    last: i64,
+    into: &mut Rollup,
+) -> Result<(), StoreError> {
+    for (_, row) in rows_between(txn, prefix, granularity, first, last)? {
         into.add(&row);
     }
     Ok(())
@@ -335,6 +350,8 @@ pub fn stale_rows(txn: &impl ReadTxn, now: Timestamp) -> Result<Vec<String>, Sto
     let cutoff = |letter: char| {
         if short_lived(letter) {
             now - SECOND_ROWS_KEPT
+        } else if letter == 'h' {
+            now - HOUR_ROWS_KEPT
         } else {
             now - MINUTE_ROWS_KEPT
         }
@@ -371,137 +388,5 @@ pub fn remove_rows(txn: &WriteTransaction, keys: &[String]) -> Result<usize, Sto
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bins_grow_by_an_eighth_of_an_octave() {
-        assert_eq!(bin_of(0.5), 0);
-        assert_eq!(bin_of(1.0), 1);
-        assert!(bin_of(100.0) < bin_of(110.0));
-        assert_eq!(bin_of(100.0), bin_of(101.0));
-        assert_eq!(bin_of(f64::NAN), 0);
-        assert_eq!(bin_of(1e300), MAX_BIN);
-    }
-
-    #[test]
-    fn quantiles_are_exact_for_equal_values_and_close_otherwise() {
-        let mut rollup = Rollup::default();
-        for _ in 0..20 {
-            rollup.add_duration(300.0);
-        }
-        assert_eq!(rollup.quantile(0.95), Some(300.0));
-        let mut spread = Rollup::default();
-        for ms in 1..=1000 {
-            spread.add_duration(f64::from(ms));
-        }
-        let p95 = spread.quantile(0.95).unwrap();
-        assert!((p95 - 950.0).abs() / 950.0 < 0.09, "{p95}");
-        assert_eq!(Rollup::default().quantile(0.95), None);
-    }
-
-    #[test]
-    fn covers_are_exact_contiguous_and_few() {
-        let size = |letter: char| LEVELS.iter().find(|(l, _)| *l == letter).unwrap().1;
-        for (first, last) in [
-            (0, 0),
-            (7, 7),
-            (59, 61),
-            (1_000_003, 1_086_402),
-            (3_599, 7_201),
-        ] {
-            let runs = cover(first, last);
-            let mut at = first;
-            for &(letter, from, to) in &runs {
-                assert_eq!(from * size(letter), at, "{runs:?}");
-                at = (to + 1) * size(letter);
-            }
-            assert_eq!(at, last + 1, "{runs:?}");
-            let rows: i64 = runs.iter().map(|(_, from, to)| to - from + 1).sum();
-            assert!(rows <= 80, "{rows} rows for {first}..={last}");
-        }
-    }
-
-    /// The window sums of the store equal a brute-force count of the same arrivals.
-    #[test]
-    fn windows_match_a_brute_force_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(
-            &dir.path().join("db.redb"),
-            crate::store::StoreOptions::default(),
-        )
-        .unwrap();
-        let org = OrgId::generate();
-        let now = 1_795_348_800_i64;
-        // Deterministic pseudo-random arrivals over the last two hours.
-        let arrivals: Vec<i64> = (0..3000_i64)
-            .map(|n| now - (n * 7_919 + n * n * 13) % 7_200)
-            .collect();
-        let (batch_org, batch) = (org.clone(), arrivals.clone());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime
-            .block_on(store.write(move |txn| {
-                let mut rollups = RollupBatch::new();
-                for (n, at) in batch.iter().enumerate() {
-                    let service = if n % 2 == 0 { Some("web") } else { None };
-                    rollups.count(
-                        &batch_org,
-                        Metric::Errors,
-                        service,
-                        None,
-                        Timestamp(at * 1000),
-                    );
-                }
-                rollups.flush(txn)
-            }))
-            .unwrap();
-        // Two hours on, the 1 s and 10 s rows of the first hour are stale, the others not.
-        let later = Timestamp((now + 7_200) * 1000);
-        let stale = store.read_blocking(|txn| stale_rows(txn, later)).unwrap();
-        assert!(!stale.is_empty());
-        assert!(stale.iter().all(|key| {
-            let last = key.rsplit('/').next().unwrap();
-            last.starts_with('s') || last.starts_with('t')
-        }));
-        let a_day_on = Timestamp((now + 2 * 86_400) * 1000);
-        let all = store
-            .read_blocking(|txn| stale_rows(txn, a_day_on))
-            .unwrap();
-        let rows = store.read_blocking(|txn| ROLLUPS.row_count(txn)).unwrap();
-        assert_eq!(all.len() as u64, rows, "everything is stale two days on");
-        for seconds in [1, 9, 10, 59, 60, 61, 299, 300, 3_599, 3_600] {
-            let expected = arrivals.iter().filter(|at| **at > now - seconds).count() as u64;
-            let web = arrivals
-                .iter()
-                .enumerate()
-                .filter(|(n, at)| n % 2 == 0 && **at > now - seconds)
-                .count() as u64;
-            let (org, end) = (org.clone(), Timestamp(now * 1000 + 999));
-            let (any, only_web) = store
-                .read_blocking(move |txn| {
-                    let any = window(txn, &org, Metric::Errors, None, None, end, seconds)?;
-                    let web = window(txn, &org, Metric::Errors, Some("web"), None, end, seconds)?;
-                    Ok::<_, StoreError>((any.count, web.count))
-                })
-                .unwrap();
-            assert_eq!(any, expected, "window {seconds}");
-            assert_eq!(only_web, web, "web, window {seconds}");
-        }
-    }
-
-    #[test]
-    fn merging_keeps_bins_sorted() {
-        let mut a = Rollup::default();
-        a.add_duration(500.0);
-        a.add_duration(5.0);
-        a.add_duration(50.0);
-        let bins: Vec<u16> = a.histogram.iter().map(|entry| entry.0).collect();
-        let mut sorted = bins.clone();
-        sorted.sort();
-        assert_eq!(bins, sorted);
-        assert_eq!(a.count, 3);
-    }
-}
+#[path = "rollup_tests.rs"]
+mod tests;

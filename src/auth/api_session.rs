@@ -1,5 +1,6 @@
 //! HTTP face of sessions and the second factor: login, 2FA completion, logout,
-//! logout-everywhere, `me`, and TOTP enrolment (CONTRACT.md section 2).
+//! logout-everywhere, `me`, and TOTP enrolment (CONTRACT.md section 2); the organisations of
+//! the signed-in person are in `api_orgs.rs`, mounted with these.
 
 use axum::Json;
 use axum::extract::{FromRef, Request, State};
@@ -40,6 +41,7 @@ where
         .routes(routes!(logout_everywhere))
         .routes(routes!(me))
         .routes(routes!(change_password))
+        .merge(super::api_orgs::routes())
 }
 
 /// The largest sign-in body (login, 2FA complete), in bytes: an e-mail, a password of at most
@@ -145,7 +147,7 @@ fn cookie(
 }
 
 /// 200 with the session body and its two cookies (and the login cookie cleared).
-fn session_response(auth: &Auth, signed: SignedIn) -> Response {
+pub(super) fn session_response(auth: &Auth, signed: SignedIn) -> Response {
     let max_age = i64::try_from(auth.settings().jwt_ttl.as_secs()).unwrap_or(i64::MAX);
     let body = SessionResponse {
         user: MeUser {

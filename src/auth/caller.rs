@@ -38,6 +38,9 @@ const ENROLMENT_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/auth/logout"),
     ("POST", "/api/v1/auth/2fa/setup"),
     ("POST", "/api/v1/auth/2fa/enable"),
+    // Leaving for another organisation of the person's is no access to this one's data.
+    ("GET", "/api/v1/auth/orgs"),
+    ("POST", "/api/v1/auth/switch-org"),
 ];
 
 #[derive(Debug, Clone)]

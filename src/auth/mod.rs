@@ -8,6 +8,7 @@ pub mod allowlist;
 pub mod api_audit;
 pub mod api_keys;
 pub mod api_org;
+pub mod api_orgs;
 pub mod api_session;
 pub mod api_twofactor;
 pub mod audit;

@@ -9,6 +9,7 @@ pub mod memory;
 pub mod metrics;
 pub mod middleware;
 pub mod page;
+pub mod query;
 pub mod serve;
 pub mod ui;
 

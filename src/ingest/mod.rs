@@ -28,6 +28,7 @@ pub mod reads;
 pub mod retention;
 pub mod scrub;
 pub mod services;
+pub mod session_spans;
 pub mod sessions;
 pub mod sourcemaps;
 pub mod spans;

@@ -1,6 +1,7 @@
 //! Read APIs over ingested data (viewer and above): `GET /api/v1/errors` (stored events,
-//! newest first), `/api/v1/sessions` and `/api/v1/sessions/{id}`, `/api/v1/traces/{trace_id}`
-//! and `/api/v1/spans` (duration percentiles per span name).
+//! newest first), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with its errors and
+//! traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span
+//! name).
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -18,6 +19,7 @@ use utoipa_axum::routes;
 
 use super::errors::{EVENTS, ErrorEvent, EventId, SESSION_EVENTS};
 use super::fields::time_key;
+use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
 use super::traces::{build_tree, percentiles};
@@ -25,9 +27,10 @@ use super::views::*;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
+use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::{ApiError, ErrorCode};
+use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::search::query::SearchRequest;
 use crate::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use crate::store::codec::decode;
@@ -52,41 +55,6 @@ where
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
-}
-
-fn parameter(detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidParameter, detail)
-}
-
-/// The filters of a query string (each at most once).
-pub(crate) fn filters(query: Option<&str>, names: &[&str]) -> Result<HashMap<String, String>, ApiError> {
-    let mut found = HashMap::new();
-    for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if names.contains(&name.as_ref())
-            && found.insert(name.to_string(), value.into_owned()).is_some()
-        {
-            return Err(parameter(format!("{name}: given more than once")));
-        }
-    }
-    Ok(found)
-}
-
-/// `from` / `to`: RFC 3339 or epoch milliseconds.
-pub(crate) fn time_filter(
-    filters: &HashMap<String, String>,
-    name: &str,
-) -> Result<Option<Timestamp>, ApiError> {
-    let Some(text) = filters.get(name) else {
-        return Ok(None);
-    };
-    let parsed = match text.parse::<i64>() {
-        Ok(ms) if ms >= 0 => Some(Timestamp(ms)),
-        Ok(_) => None,
-        Err(_) => Timestamp::parse_rfc3339(text),
-    };
-    parsed
-        .map(Some)
-        .ok_or_else(|| parameter(format!("{name}: expected RFC 3339 or epoch milliseconds")))
 }
 
 async fn read<T: Send + 'static>(
@@ -395,7 +363,8 @@ fn sessions_backwards(
     Ok((found, None))
 }
 
-/// One browser session by the client's id, with the errors that named it.
+/// One browser session by the client's id, with the errors that named it and the traces of
+/// the spans sent with it (newest first, at most 200).
 #[utoipa::path(get, path = "/api/v1/sessions/{id}", tag = "ingest",
     params(("id" = String, Path, description = "the client's session id")),
     responses((status = 200, body = SessionDetail),
@@ -429,7 +398,8 @@ async fn get_session(
                 errors.push(event);
             }
         }
-        Ok(Some(SessionDetail::new(session, errors)))
+        let traces = traces_of_session(txn, &org, &id)?;
+        Ok(Some(SessionDetail::new(session, errors, traces)))
     })
     .await?;
     found

@@ -117,7 +117,8 @@ mod tests {
         let old_session = json!({"id": "s-0", "started_at": NOW.0 - 3 * DAY, "url": "u"});
         let new_session = json!({"id": "s-1", "started_at": NOW.0 - DAY / 2, "url": "u"});
         let span = json!({"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7",
-            "name": "load", "start_time": NOW.0 - 5 * DAY, "duration_ms": 3, "service": "web"});
+            "name": "load", "start_time": NOW.0 - 5 * DAY, "duration_ms": 3, "service": "web",
+            "session_id": "s-1"});
         let txn = database.begin_write().unwrap();
         errors::store_events(
             &txn,
@@ -156,6 +157,11 @@ mod tests {
         assert_eq!(records(tables::WEB_SESSIONS), 1);
         assert_eq!(rows(tables::SESSION_STARTS), 1);
         assert_eq!(records(tables::SPANS), 0);
+        assert_eq!(
+            rows(tables::SESSION_SPANS),
+            0,
+            "a span's session row leaves with it"
+        );
         assert_eq!(rows(tables::TELEMETRY_AGES), 2);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Invariants: `trace_id` is 32 and `span_id` 16 lower-case hex digits, not all zero (as W3C
 //! trace context); a span has a start and either an end or a duration, never ending before it
-//! starts. A span is keyed `{org}/{trace_id}/{span_id}`, so sending it again replaces it (stored
+//! starts. `session_id` is optional and bounded like an error event's. A span is keyed `{org}/{trace_id}/{span_id}`, so sending it again replaces it (stored
 //! once) and a trace is one prefix scan.
 
 use redb::WriteTransaction;
@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use super::db::{self, Kind};
 use super::fields::Fields;
 use super::services::{self, Activity};
+use super::session_spans;
 use crate::accounts::model::OrgId;
 use crate::alerting::rollup::RollupBatch;
 use crate::clock::Timestamp;
@@ -41,6 +42,10 @@ pub struct Span {
     #[serde(default)]
     pub environment: Option<String>,
     pub received_at: Timestamp,
+    /// The browser session the span belongs to (the client's id, as on error events); absent
+    /// in spans stored before spans carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 impl Record for Span {
@@ -115,17 +120,20 @@ pub fn parse_span(item: &Value, received_at: Timestamp) -> Result<Span, String> 
         service: fields.required_name("service")?,
         environment: fields.name("environment")?,
         received_at,
+        session_id: fields.id("session_id")?,
     })
 }
 
-/// Stores (or replaces) each span, with its age row, its alert-rule rollup (new spans only)
-/// and the services registry.
+/// Stores (or replaces) each span, with its age row, its session row (`session_spans.rs`), its
+/// alert-rule rollup (new spans only) and the services registry.
 pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Result<(), StoreError> {
     let mut activity = Vec::with_capacity(spans.len());
     let mut rollups = RollupBatch::new();
     for span in spans {
         let key = span.key(org);
-        if let Some(old) = SPANS.get(txn, &key)? {
+        let old = SPANS.get(txn, &key)?;
+        session_spans::put_row(txn, org, old.as_ref(), span)?;
+        if let Some(old) = old {
             db::remove_age(txn, Kind::Span, old.age(), &key)?;
         } else {
             // A span sent again replaces itself; it is counted for alert rules once.
@@ -156,6 +164,10 @@ pub fn remove_span(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError
         return Ok(false);
     };
     db::remove_age(txn, Kind::Span, span.age(), key)?;
+    let org = key.split('/').next().and_then(|org| OrgId::parse(org).ok());
+    if let Some(org) = org {
+        session_spans::remove_row(txn, &org, &span)?;
+    }
     SPANS.remove(txn, key)
 }
 
@@ -205,5 +217,30 @@ mod tests {
         let mut no_end = base.clone();
         no_end.remove("duration_ms");
         assert!(parse_span(&Value::Object(no_end), NOW).is_err());
+        for session in [json!("a/b"), json!(""), json!("x".repeat(300)), json!(7)] {
+            let item = variant("session_id", session);
+            assert!(parse_span(&item, NOW).is_err(), "{item}");
+        }
+        let with_session = parse_span(&variant("session_id", json!("s-1")), NOW).unwrap();
+        assert_eq!(with_session.session_id.as_deref(), Some("s-1"));
+    }
+
+    /// A span stored before spans carried a session decodes, without one; one with a
+    /// session keeps it through the codec.
+    #[test]
+    fn spans_stored_before_sessions_decode() {
+        let old = json!({"trace_id": TRACE.to_ascii_lowercase(), "span_id": "00f067aa0ba902b7",
+            "parent_span_id": null, "name": "GET /", "kind": null, "start_time": NOW.0,
+            "end_time": NOW.0 + 5, "duration_ms": 5.0, "status": null, "attributes": {},
+            "service": "web", "environment": null, "received_at": NOW.0});
+        let mut bytes = vec![crate::store::codec::CODEC_VERSION];
+        bytes.extend(serde_json::to_vec(&old).unwrap());
+        let decoded: Span = crate::store::codec::decode(&bytes).unwrap();
+        assert_eq!(decoded.session_id, None);
+        let mut span = decoded;
+        span.session_id = Some("s-1".into());
+        let again: Span =
+            crate::store::codec::decode(&crate::store::codec::encode(&span).unwrap()).unwrap();
+        assert_eq!(again, span);
     }
 }

@@ -32,6 +32,8 @@ pub struct TraceSpan {
     pub attributes: Map<String, Value>,
     pub service: String,
     pub environment: Option<String>,
+    /// The browser session the span was sent with.
+    pub session_id: Option<String>,
     #[schema(no_recursion)]
     pub children: Vec<TraceSpan>,
 }
@@ -50,6 +52,7 @@ fn view(span: Span) -> TraceSpan {
         attributes: span.attributes,
         service: span.service,
         environment: span.environment,
+        session_id: span.session_id,
         children: Vec::new(),
     }
 }
@@ -228,6 +231,7 @@ mod tests {
             service: "web".into(),
             environment: None,
             received_at: Timestamp(0),
+            session_id: None,
         }
     }
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::errors::ErrorEvent;
+use super::session_spans::SessionTrace;
 use super::sessions::WebSession;
 use super::traces::{SpanStats, TraceSpan};
 
@@ -131,15 +132,18 @@ pub struct SessionDetail {
     pub session: SessionView,
     pub errors_reported: Option<u64>,
     pub errors: Vec<ErrorEventView>,
+    /// The session's traces (spans sent with its `session_id`), newest first, at most 200.
+    pub traces: Vec<SessionTrace>,
 }
 
 impl SessionDetail {
-    pub fn new(session: WebSession, errors: Vec<ErrorEvent>) -> Self {
+    pub fn new(session: WebSession, errors: Vec<ErrorEvent>, traces: Vec<SessionTrace>) -> Self {
         let mut view = SessionView::from(session);
         SessionDetail {
             errors_reported: view.errors.take(),
             session: view,
             errors: errors.into_iter().map(ErrorEventView::from).collect(),
+            traces,
         }
     }
 }

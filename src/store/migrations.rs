@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 12;
+pub const CURRENT_VERSION: u32 = 13;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -93,6 +93,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 12,
         description: "alert rule, rule state, spike state and rollup tables",
         apply: create_alert_rule_tables,
+    },
+    Migration {
+        version: 13,
+        description: "session spans index",
+        apply: create_session_spans_table,
     },
 ];
 
@@ -354,6 +359,11 @@ fn create_alert_rule_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     ] {
         txn.open_table(record_table(name))?;
     }
+    Ok(())
+}
+
+fn create_session_spans_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(IndexTable::new(tables::SESSION_SPANS).definition())?;
     Ok(())
 }
 

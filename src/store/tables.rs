@@ -145,6 +145,7 @@ pub const ALL: &[TableSpec] = &[
     bytes(ALERT_RULES),
     bytes(RULE_STATES),
     bytes(SPIKE_STATES),
+    text(SESSION_SPANS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -265,6 +266,12 @@ pub const ALERT_RULES: &str = "orgid_ruleid_alertrule";
 pub const RULE_STATES: &str = "orgid_ruleid_rulestate";
 /// `{org_id}` -> the organisation's browser-error spike state (live alert, last firing).
 pub const SPIKE_STATES: &str = "orgid_spikestate";
+
+// Spans of browser sessions (schema 13).
+
+/// `{org_id}/{session id}/{trace_id}/{span_id}` -> the span's start (ms, 20 digits): the spans
+/// that carry a `session_id`, for a session's traces.
+pub const SESSION_SPANS: &str = "orgid_sessionid_traceid_spanid";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -166,3 +166,51 @@ fn a_deployment_and_a_firing_alert_are_found_again_after_a_restart() {
     assert_eq!(ended["resolved"], 1, "{ended}");
     assert_eq!(ended["items"][0]["id"], fired["items"][0]["id"]);
 }
+
+#[test]
+fn from_and_to_keep_the_deployments_started_in_that_range() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    let path = "/api/v1/deployments/webhook";
+    let report = |version: &str| {
+        let body = json!({"service": "api", "environment": "production", "version": version,
+            "status": "started"});
+        let reply = post_inbound(&server, path, &token, &body);
+        assert_eq!(reply.status, 201, "{}", text(&reply.body));
+        reply.json()["started_at"].as_str().unwrap().to_string()
+    };
+    let first = report("1");
+    std::thread::sleep(Duration::from_millis(20));
+    let second = report("2");
+    std::thread::sleep(Duration::from_millis(20));
+    let third = report("3");
+    let versions = |query: &str| -> Vec<String> {
+        let reply = session.get(&server, &format!("/api/v1/deployments?{query}"));
+        assert_eq!(reply.status, 200, "{query}: {}", text(&reply.body));
+        let items = reply.json()["items"].as_array().unwrap().clone();
+        items
+            .iter()
+            .map(|item| item["version"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let encode = |at: &str| at.replace(':', "%3A");
+    assert_eq!(versions(&format!("from={}", encode(&second))), ["2", "3"]);
+    assert_eq!(versions(&format!("to={}", encode(&second))), ["1"]);
+    let between = format!("from={}&to={}", encode(&first), encode(&third));
+    assert_eq!(versions(&between), ["1", "2"]);
+    // Pages of a filtered list: the cursor goes on after the last one shown.
+    let reply = session.get(&server, &format!("/api/v1/deployments?{between}&limit=1"));
+    let page = reply.json();
+    assert_eq!(page["items"][0]["version"], "1");
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    assert_eq!(
+        versions(&format!("{between}&limit=1&cursor={cursor}")),
+        ["2"]
+    );
+    let bad = session.get(&server, "/api/v1/deployments?from=yesterday");
+    bad.problem(400, "invalid_parameter");
+}

@@ -71,6 +71,10 @@ fn make_records(
             text(&reply.body)
         );
     };
+    // The owner's organisations (`GET /api/v1/auth/orgs`): `default` and two it joins.
+    for org in ["second", "third"] {
+        crate::auth_switch_org::join_new_org(server, OWNER, org);
+    }
     for n in 0..RECORDS {
         created(
             session.post(
