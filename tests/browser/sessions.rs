@@ -1,5 +1,5 @@
 //! Sessions in the browser: a session the SDK reported is listed, opens on its own page with
-//! the error it met (linked to its error group), and that link leads to the group.
+//! the error it met (linked to its error group) and its trace, and that link leads to the group.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -23,6 +23,10 @@ fn a_session_is_listed_and_opens_with_its_error() {
     let mut error = bundle_error("2.0");
     error["session_id"] = json!("visit-7");
     send_errors(&server, &[error]);
+    let span = json!({"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7",
+        "name": "GET /api/cart", "start_time": now_ms - 80_000, "duration_ms": 120,
+        "service": "shop", "session_id": "visit-7"});
+    ingest(&server, "/ingest/spans", &json!({"spans": [span]}));
 
     let page = owner_page(&server);
     page.goto("/sessions");
@@ -34,6 +38,7 @@ fn a_session_is_listed_and_opens_with_its_error() {
     page.click_role("link", "visit-7");
     page.wait(&Query::heading(1, "Session visit-7"));
     page.wait_role("link", BUNDLE_TITLE);
+    page.wait_text("GET /api/cart");
     page.check_accessibility();
     page.screenshot("session");
 
