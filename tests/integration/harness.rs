@@ -254,6 +254,18 @@ impl TestServer {
         self.spawn();
     }
 
+    /// `lookout user create` with `role` (in the `default` organisation, made when missing).
+    pub fn add_user(&self, email: &str, role: &str, password: &str) {
+        let mut args = vec!["user", "create", "--password-stdin"];
+        args.extend(["--email", email, "--role", role]);
+        let output = self.cli(&args, &format!("{password}\n"));
+        assert!(
+            output.status.success(),
+            "user create {email}: {}",
+            text(&output.stderr)
+        );
+    }
+
     /// Runs `lookout ARGS` against this server's data dir with `stdin` as input.
     pub fn cli(&self, args: &[&str], stdin: &str) -> Output {
         run_cli_in(&self.launcher, &self.data_dir, &self.env, args, stdin)

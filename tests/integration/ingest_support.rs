@@ -19,21 +19,7 @@ const PASSWORD: &str = "ingest tests password";
 
 /// `lookout user create --role owner` (creating the `default` organisation).
 pub(crate) fn add_owner(server: &TestServer, email: &str) {
-    let args = [
-        "user",
-        "create",
-        "--email",
-        email,
-        "--password-stdin",
-        "--role",
-        "owner",
-    ];
-    let output = server.cli(&args, &format!("{PASSWORD}\n"));
-    assert!(
-        output.status.success(),
-        "user create: {}",
-        text(&output.stderr)
-    );
+    server.add_user(email, "owner", PASSWORD);
 }
 
 /// A request with `Authorization: Bearer <key>`.

@@ -47,6 +47,7 @@ mod lists;
 mod packaging;
 mod setup;
 mod tidy;
+mod ui_serving;
 mod unauth_bounds;
 mod webhooks_delivery;
 mod webhooks_durability;

@@ -1,12 +1,14 @@
 // The app's frame for signed-in pages: a left navigation, a top bar with the organisation
 // switcher, the global search and the person's menu, and the page in <main>.
-import { useState } from "preact/hooks";
+import { useState, useEffect } from "preact/hooks";
 import { signal } from "@preact/signals";
 import { html } from "../html.js";
 import { current, navigate } from "../router.js";
 import { me, orgs, signOut, switchOrg } from "../session.js";
 import { ShortcutHelp, helpOpen } from "./keyboard.js";
 import { Toasts } from "./toast.js";
+import { api } from "../api.js";
+import { useInterval } from "./load.js";
 
 /** Counts shown beside navigation items (`{errors: 3}`), set by whoever knows them. */
 export const badges = signal({});
@@ -70,7 +72,21 @@ function UserMenu() {
   </div>`;
 }
 
+/** Keeps the Errors badge (unresolved groups first seen in the last 24 hours) current. */
+function useErrorBadge() {
+  const refresh = () => {
+    const since = new Date(Math.floor((Date.now() - 864e5) / 60000) * 60000).toISOString();
+    api("/api/v1/error-groups", { query: { status: "unresolved", new_since: since, limit: 1 } }).then(
+      (answer) => { badges.value = { ...badges.value, errors: answer.total || 0 }; },
+      () => {},
+    );
+  };
+  useEffect(refresh, []);
+  useInterval(refresh, 60000);
+}
+
 export function Shell({ section, children }) {
+  useErrorBadge();
   return html`<div class="shell">
     <a class="skip-link" href="#main">Skip to content</a>
     <${Navigation} section=${section} />

@@ -1,0 +1,14 @@
+//! Browser tests: the real `lookout` binary (the integration tests' `TestServer`) with its web
+//! UI driven in Debian's headless Chromium over the DevTools protocol. `page::Page` is what
+//! tests use: elements found by role, label and text, every look-up waiting with a deadline.
+
+#[path = "../integration/harness.rs"]
+mod harness;
+
+mod chrome;
+mod harness_checks;
+mod page;
+mod sign_in;
+mod support;
+mod ui_security;
+mod vendor;
