@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::harness::{TestServer, http, text};
+use crate::harness::{TestServer, http};
 use crate::page::{DEADLINE, Page, Query};
-use crate::support::PASSWORD;
+use crate::support::{OWNER, PASSWORD};
 
 /// The ingest key of these servers (`WEB_INGEST_KEY`).
 pub const KEY: &str = "browser-ingest-key-0001";
@@ -25,28 +25,9 @@ pub const BUNDLE_TITLE: &str = "TypeError: Cannot read properties of undefined (
 /// A server with `KEY` and the `default` organisation with `OWNER` (owner) and `VIEWER` (viewer).
 pub fn ingest_server() -> TestServer {
     let server = TestServer::builder().env("WEB_INGEST_KEY", KEY).start();
-    add_account(&server, OWNER, "owner");
-    add_account(&server, VIEWER, "viewer");
+    server.add_user(OWNER, "owner", PASSWORD);
+    server.add_user(VIEWER, "viewer", PASSWORD);
     server
-}
-
-/// `lookout user create` with `role` in the `default` organisation.
-pub fn add_account(server: &TestServer, email: &str, role: &str) {
-    let args = [
-        "user",
-        "create",
-        "--email",
-        email,
-        "--password-stdin",
-        "--role",
-        role,
-    ];
-    let output = server.cli(&args, &format!("{PASSWORD}\n"));
-    assert!(
-        output.status.success(),
-        "user create {email}: {}",
-        text(&output.stderr)
-    );
 }
 
 /// How many shown elements `query` describes now (0 when there are none: `Page` waits for one).

@@ -19,7 +19,11 @@ fn a_session_is_listed_and_opens_with_its_error() {
     let session = json!({"id": "visit-7", "started_at": now_ms - 90_000, "duration_ms": 65_000,
         "url": "https://shop.example.com/cart", "service": "shop", "environment": "production",
         "release": "2.0", "page_views": 3, "errors": 1});
-    ingest(&server, "/ingest/web-sessions", &json!({"sessions": [session]}));
+    ingest(
+        &server,
+        "/ingest/web-sessions",
+        &json!({"sessions": [session]}),
+    );
     let mut error = bundle_error("2.0");
     error["session_id"] = json!("visit-7");
     send_errors(&server, &[error]);

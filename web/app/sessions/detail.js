@@ -12,7 +12,7 @@ function Errors({ errors }) {
   return html`<table><thead><tr><th scope="col">Time</th><th scope="col">Error</th><th scope="col">Page</th></tr></thead>
     <tbody>${errors.map((event) => html`<tr key=${event.id}>
       <td><${Time} at=${event.timestamp} /></td>
-      <td>${event.group_id ? html`<a href=${`/errors/${encodeURIComponent(event.group_id)}`}>${event.name ? `${event.name}: ` : ""}${event.message}</a>` : event.message}</td>
+      <td>${event.group_id ? html`<a class="cell-link" href=${`/errors/${encodeURIComponent(event.group_id)}`}>${event.name ? `${event.name}: ` : ""}${event.message}</a>` : event.message}</td>
       <td class="mono url-cell">${event.url}</td>
     </tr>`)}</tbody></table>`;
 }
