@@ -1,8 +1,9 @@
 //! The error tracker in the browser: an error whose source map was uploaded first is found by
 //! a query typed on the Errors page, opened, shows its original function and file, and is
 //! resolved; a group's link opened cold goes through sign-in to the group; the empty page
-//! teaches a curl command that works; two groups are resolved at once; a viewer sees no
-//! actions. Every page visited passes axe-core; the pages are kept as screenshots.
+//! teaches a curl command that works; two groups are resolved at once; a viewer opens a group
+//! from the keyboard and sees no actions. Every page visited passes axe-core; the pages are
+//! kept as screenshots.
 
 use std::process::Command;
 
@@ -153,7 +154,12 @@ fn a_viewer_sees_groups_but_no_actions() {
     );
     page.check_accessibility();
 
-    page.click_role("link", BUNDLE_TITLE);
+    // j selects the first row (focus follows), Enter opens it.
+    wait_until("j to select the first row", || {
+        page.press("j");
+        page.eval("document.activeElement.textContent") == BUNDLE_TITLE
+    });
+    page.press("Enter");
     page.wait(&Query::heading(1, BUNDLE_TITLE));
     page.wait_role("button", "Copy link");
     for action in ["Resolve", "Ignore", "Reopen"] {

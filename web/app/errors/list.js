@@ -155,7 +155,7 @@ export default function ErrorsPage({ query }) {
   const data = list.data;
   const clear = () => navigate("/errors");
   return html`<div>
-    <${PageHeader} title="Errors">${data && html`<p class="meta total" role="status">${totalText(data)}</p>`}</${PageHeader}>
+    <${PageHeader} title="Errors">${data && !data.neverSent && html`<p class="meta total" role="status">${totalText(data)}</p>`}</${PageHeader}>
     <${SearchBar} filters=${filters} />
     <${LoadProblem} problem=${list.problem} retry=${list.reload} />
     ${data && data.neverSent && html`<${FirstEventGuide} onCheck=${list.reload} />`}
