@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 use super::db;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use super::{api_list, api_tags, resolve};
+use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
@@ -205,22 +206,44 @@ async fn patch_group(
 ) -> Result<Json<ErrorGroupView>, ApiError> {
     let id = group_id(&id)?;
     let status = status_of(&request.status)?;
-    let org = caller.org_id;
+    let (_, groups) = change_status(&auth, caller.org_id, vec![id], status).await?;
+    let group = groups
+        .first()
+        .ok_or_else(|| ApiError::not_found("error group"))?;
+    Ok(Json(ErrorGroupView::from(group)))
+}
+
+/// Sets the status of `ids` (distinct) in one write transaction: all of them, or none and
+/// 404 when one is not a group of `org`. Returns how many changed and the groups as they are.
+async fn change_status(
+    auth: &Auth,
+    org: OrgId,
+    ids: Vec<GroupId>,
+    status: GroupStatus,
+) -> Result<(u64, Vec<ErrorGroup>), ApiError> {
     let now = auth.clock().now();
     let changed = auth
         .store()
         .write(move |txn| {
-            let Some(mut group) = db::get_group(txn, &org, &id)? else {
-                return Ok(None);
-            };
-            if group.set_status(status, now) {
-                db::put_group(txn, &org, &group)?;
+            // Every group is read before any is written: an unknown one leaves all unchanged.
+            let mut groups = Vec::with_capacity(ids.len());
+            for id in &ids {
+                match db::get_group(txn, &org, id)? {
+                    Some(group) => groups.push(group),
+                    None => return Ok(None),
+                }
             }
-            Ok::<_, StoreError>(Some(group))
+            let mut updated = 0;
+            for group in &mut groups {
+                if group.set_status(status, now) {
+                    db::put_group(txn, &org, group)?;
+                    updated += 1;
+                }
+            }
+            Ok::<_, StoreError>(Some((updated, groups)))
         })
         .await?;
-    let group = changed.ok_or_else(|| ApiError::not_found("error group"))?;
-    Ok(Json(ErrorGroupView::from(&group)))
+    changed.ok_or_else(|| ApiError::not_found("error group"))
 }
 
 fn status_of(text: &str) -> Result<GroupStatus, ApiError> {
@@ -276,30 +299,7 @@ async fn patch_groups(
             ids.push(id);
         }
     }
-    let org = caller.org_id;
-    let now = auth.clock().now();
-    let changed = auth
-        .store()
-        .write(move |txn| {
-            // Every group is read before any is written: an unknown one leaves all unchanged.
-            let mut groups = Vec::with_capacity(ids.len());
-            for id in &ids {
-                match db::get_group(txn, &org, id)? {
-                    Some(group) => groups.push(group),
-                    None => return Ok(None),
-                }
-            }
-            let mut updated = 0;
-            for group in &mut groups {
-                if group.set_status(status, now) {
-                    db::put_group(txn, &org, group)?;
-                    updated += 1;
-                }
-            }
-            Ok::<_, StoreError>(Some((updated, groups)))
-        })
-        .await?;
-    let (updated, groups) = changed.ok_or_else(|| ApiError::not_found("error group"))?;
+    let (updated, groups) = change_status(&auth, caller.org_id, ids, status).await?;
     Ok(Json(BulkPatchResponse {
         updated,
         items: groups.iter().map(ErrorGroupView::from).collect(),

@@ -9,7 +9,8 @@
 //! `EXACT_TOTAL_UP_TO` rows for its total; other sorts and event filters gather at most
 //! `EXACT_TOTAL_UP_TO` candidate groups (from the last-seen index, or from the groups of the
 //! newest matching events in the search index), sort them and cut the page; when more could
-//! exist the total is the candidates found and `total_is_estimate` is true.
+//! exist the total is a lower bound, or scaled by the share of matching events read, and
+//! `total_is_estimate` is true.
 
 use std::ops::Bound;
 
@@ -29,9 +30,9 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, time_filter};
+use crate::ingest::error_reads::{count_keys, search_problem};
 use crate::ingest::fields::time_key;
-use crate::ingest::reads::{count_keys, search_problem};
-use crate::search::query::SearchRequest;
+use crate::search::query::{MatchedGroups, SearchRequest};
 use crate::search::{EXACT_TOTAL_UP_TO, Search};
 use crate::store::{StoreError, tables};
 
@@ -214,18 +215,22 @@ pub(super) async fn list_groups(
             if matched.is_none() && request.sort == SortOrder::LastSeen {
                 return newest_first(txn, &org, &request, cursor, limit);
             }
-            let (candidates, complete) = match matched {
-                Some((ids, truncated)) => (groups_named(txn, &org, ids, &request)?, !truncated),
+            let (candidates, total, estimate) = match matched {
+                Some(matched) => {
+                    let groups = groups_named(txn, &org, &matched.groups, &request)?;
+                    let (total, estimate) = extrapolated(groups.len(), &matched);
+                    (groups, total, estimate)
+                }
                 None => {
                     let start = walk_start(&org, &request);
                     let end = format!("{}0", org.as_str());
                     let walk = walk_last_seen(txn, &org, &start, &end, &request, usize::MAX)?;
-                    (walk.groups, walk.complete)
+                    let total = walk.groups.len();
+                    (walk.groups, total, !walk.complete)
                 }
             };
-            let total = candidates.len();
             let (page, next) = sorted_page(candidates, request.sort, cursor, limit);
-            Ok::<_, ApiError>((page, next, total, !complete))
+            Ok::<_, ApiError>((page, next, total, estimate))
         })
         .await?;
     let items = groups
@@ -346,12 +351,12 @@ fn walk_last_seen(
 fn groups_named(
     txn: &ReadTransaction,
     org: &OrgId,
-    ids: impl IntoIterator<Item = String>,
+    ids: &std::collections::BTreeSet<String>,
     request: &ListRequest,
 ) -> Result<Vec<ErrorGroup>, ApiError> {
     let mut groups = Vec::new();
     for id in ids {
-        let Ok(id) = GroupId::parse(&id) else {
+        let Ok(id) = GroupId::parse(id) else {
             continue;
         };
         if let Some(group) = db::get_group(txn, org, &id)?
@@ -361,6 +366,16 @@ fn groups_named(
         }
     }
     Ok(groups)
+}
+
+/// The total of `found` groups kept from the groups of the events read: exact when every
+/// matching event was read, else scaled by the share of matching events read (an estimate).
+fn extrapolated(found: usize, matched: &MatchedGroups) -> (usize, bool) {
+    if matched.read_events >= matched.matched_events || matched.read_events == 0 {
+        return (found, false);
+    }
+    let share = matched.matched_events as f64 / matched.read_events as f64;
+    ((found as f64 * share).round() as usize, true)
 }
 
 /// The page below `cursor` of `candidates` in `sort` order, and the next cursor.
@@ -378,7 +393,9 @@ fn sorted_page(
     keyed.sort_by(|a, b| b.0.cmp(&a.0));
     let more = keyed.len() > limit;
     keyed.truncate(limit);
-    let next = more.then(|| keyed.last().map(|(key, _)| key.clone())).flatten();
+    let next = more
+        .then(|| keyed.last().map(|(key, _)| key.clone()))
+        .flatten();
     (keyed.into_iter().map(|(_, group)| group).collect(), next)
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Invariants: a sample, not a scan: at most `MAX_SAMPLED_EVENTS` of the group's newest
 //! events are read (in one read transaction on a blocking thread), and the answer says how
-//! many; each key keeps its `TOP_VALUES` most frequent values. An event tag named like a
+//! many; each key keeps its `TOP_VALUES` most frequent values. Keys are paged like every
+//! list, the cursor being a key's place (total, then name). An event tag named like a
 //! built-in facet is left to the facet, so no event counts twice under one key.
 
 use std::collections::HashMap;
@@ -19,8 +20,9 @@ use super::db::{self, GROUP_EVENTS, group_event_key};
 use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
 use crate::http::error::Problem;
+use crate::http::page::PageRequest;
+use crate::ingest::error_reads::keys_backwards;
 use crate::ingest::errors::{EVENTS, ErrorEvent};
-use crate::ingest::reads::keys_backwards;
 use crate::store::tables;
 
 /// Newest events of a group read for its tag distribution.
@@ -51,17 +53,21 @@ pub struct GroupTags {
     /// Events read: the group's newest, at most 5,000.
     pub sampled_events: u64,
     pub items: Vec<TagDistribution>,
+    /// Keys are paged like every list (`limit`, default 50, and `cursor`).
+    pub next_cursor: Option<String>,
 }
 
 /// The tag value distribution of one error group over its newest events (viewer).
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}/tags", tag = "errors",
-    params(("id" = String, Path, description = "grp_…")),
+    params(("id" = String, Path, description = "grp_…"),
+        ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = GroupTags),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub(super) async fn group_tags(
     State(auth): State<Auth>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
+    page: PageRequest,
 ) -> Result<Json<GroupTags>, ApiError> {
     let id = group_id(&id)?;
     let org = caller.org_id;
@@ -90,7 +96,7 @@ pub(super) async fn group_tags(
         })
         .await?;
     let tally = counted.ok_or_else(|| ApiError::not_found("error group"))?;
-    Ok(Json(tally.into_tags()))
+    Ok(Json(tally.into_tags(&page)))
 }
 
 /// Counts per key and value.
@@ -134,7 +140,8 @@ impl Tally {
         *values.entry(value).or_insert(0) += 1;
     }
 
-    fn into_tags(self) -> GroupTags {
+    /// The keys, most common first (then by name), each with its top values; one page.
+    fn into_tags(self, page: &PageRequest) -> GroupTags {
         let mut items: Vec<TagDistribution> = self
             .keys
             .into_iter()
@@ -149,12 +156,19 @@ impl Tally {
                 TagDistribution { key, total, values }
             })
             .collect();
-        items.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.key.cmp(&b.key)));
+        items.sort_by_key(position);
+        let (items, next_cursor) = page.of_sorted(items, position);
         GroupTags {
             sampled_events: self.events,
             items,
+            next_cursor,
         }
     }
+}
+
+/// A key's place in the list, ascending: the highest total first, then by name.
+fn position(item: &TagDistribution) -> String {
+    format!("{:020}/{}", u64::MAX - item.total, item.key)
 }
 
 /// The browser of a user agent: Edge, Firefox, Chrome, Safari or Other.
@@ -210,11 +224,31 @@ mod tests {
     #[test]
     fn user_agents_name_their_browser_and_system() {
         let cases = [
-            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.0.0", "Edge", "Windows"),
-            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15", "Safari", "macOS"),
-            ("Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0", "Firefox", "Linux"),
-            ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/120.0 Mobile/15E148 Safari/604.1", "Chrome", "iOS"),
-            ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36", "Chrome", "Android"),
+            (
+                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.0.0",
+                "Edge",
+                "Windows",
+            ),
+            (
+                "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+                "Safari",
+                "macOS",
+            ),
+            (
+                "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+                "Firefox",
+                "Linux",
+            ),
+            (
+                "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/120.0 Mobile/15E148 Safari/604.1",
+                "Chrome",
+                "iOS",
+            ),
+            (
+                "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36",
+                "Chrome",
+                "Android",
+            ),
             ("curl/8.5.0", "Other", "Other"),
         ];
         for (agent, browser, os) in cases {

@@ -20,6 +20,7 @@
 pub mod api;
 pub mod body;
 pub mod db;
+pub mod error_reads;
 pub mod errors;
 pub mod experiments;
 pub mod fields;

@@ -1,14 +1,14 @@
 //! Read APIs over ingested data (viewer and above): `GET /api/v1/errors` (stored events,
-//! newest first), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with its errors and
-//! traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span
-//! name).
+//! newest first, in `error_reads.rs`), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with
+//! its errors and traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration
+//! percentiles per span name).
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
 //! is bounded (`MAX_SCANNED` rows per page, `MAX_TRACE_SPANS` spans per trace) and runs in one
 //! read transaction on a blocking thread.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use axum::Json;
@@ -17,7 +17,7 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::errors::{EVENTS, ErrorEvent, EventId, SESSION_EVENTS};
+use super::errors::{EVENTS, SESSION_EVENTS};
 use super::fields::time_key;
 use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
@@ -31,8 +31,7 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
-use crate::search::query::SearchRequest;
-use crate::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
+use crate::search::Search;
 use crate::store::codec::decode;
 use crate::store::{Scan, StoreError, tables};
 
@@ -50,233 +49,18 @@ where
     Search: FromRef<S>,
 {
     OpenApiRouter::new()
-        .routes(routes!(list_errors))
+        .routes(routes!(super::error_reads::list_errors))
         .routes(routes!(list_sessions))
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
 }
 
-async fn read<T: Send + 'static>(
+pub(super) async fn read<T: Send + 'static>(
     auth: &Auth,
     work: impl FnOnce(&ReadTransaction) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     auth.store().read(work).await
-}
-
-/// The keys `[start, end)` of `table`, last first, at most `limit`.
-pub(crate) fn keys_backwards<V: redb::Value + 'static>(
-    txn: &ReadTransaction,
-    table: redb::TableDefinition<'static, &'static str, V>,
-    start: &str,
-    end: &str,
-    limit: usize,
-    mut each: impl FnMut(&str, V::SelfType<'_>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let table = txn.open_table(table)?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    for entry in range.rev().take(limit) {
-        let (key, value) = entry?;
-        each(key.value(), value.value())?;
-    }
-    Ok(())
-}
-
-/// Stored browser errors and warnings, newest first. With `q`, `from` or `to` the search
-/// index answers (newest event time first); `group` lists one error group's events. Frames
-/// are resolved on read through source maps uploaded after the event arrived.
-#[utoipa::path(get, path = "/api/v1/errors", tag = "ingest",
-    params(("q" = Option<String>, Query, description = "tantivy query language over message, name, stack, url, release, service, environment, level, tag.KEY"),
-        ("from" = Option<String>, Query, description = "event time at or after (RFC 3339 or epoch ms)"),
-        ("to" = Option<String>, Query, description = "event time before"),
-        ("group" = Option<String>, Query, description = "grp_…: only this error group's events"),
-        ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorEventList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
-async fn list_errors(
-    State(auth): State<Auth>,
-    State(search): State<Search>,
-    Viewer(caller): Viewer,
-    page: PageRequest,
-    RawQuery(query): RawQuery,
-) -> Result<Json<ErrorEventList>, ApiError> {
-    let filters = filters(query.as_deref(), &["group", "q", "from", "to"])?;
-    if ["q", "from", "to"]
-        .iter()
-        .any(|name| filters.contains_key(*name))
-    {
-        return search_errors(auth, search, caller.org_id, page, filters).await;
-    }
-    let cursor = match &page.cursor {
-        Some(text) => Some(EventId::parse(text).map_err(|_| PageRequest::bad_cursor())?),
-        None => None,
-    };
-    let group = filters.get("group").cloned();
-    let group_filter = group.clone();
-    if group
-        .as_deref()
-        .is_some_and(|g| g.contains('/') || g.is_empty())
-    {
-        return Err(parameter("group: expected an error group id"));
-    }
-    let org = caller.org_id;
-    let org_id = org.clone();
-    let limit = page.limit;
-    let (items, counted) = read(&auth, move |txn| {
-        // Events in key order of either the event table or the group's event index; both end
-        // in the event id, so the cursor is the last event id in both cases.
-        let owner = match &group {
-            Some(group) => format!("{}/{group}", org.as_str()),
-            None => org.as_str().to_string(),
-        };
-        let start = tables::owner_prefix(&owner);
-        // `0` follows `/`, so `{owner}0` is past every key of the owner.
-        let end = match &cursor {
-            Some(id) => tables::composite_key(&owner, id.as_str()),
-            None => format!("{owner}0"),
-        };
-        let mut ids = Vec::new();
-        let mut collect = |key: &str| {
-            ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
-        };
-        match group {
-            Some(_) => {
-                let index = crate::errors::db::GROUP_EVENTS.definition();
-                keys_backwards(txn, index, &start, &end, limit, |key, _| {
-                    collect(key);
-                    Ok(())
-                })?
-            }
-            None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
-                collect(key);
-                Ok(())
-            })?,
-        }
-        // The total counts the whole list, not what follows the cursor.
-        let whole_end = format!("{owner}0");
-        let counted = match group {
-            Some(_) => {
-                let index = crate::errors::db::GROUP_EVENTS.definition();
-                count_keys(txn, index, &start, &whole_end)?
-            }
-            None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
-        };
-        Ok((events_of(txn, &org, ids)?, counted))
-    })
-    .await?;
-    let (total, total_is_estimate) = match counted {
-        Some(exact) => (exact, false),
-        None => {
-            // Past the exact bound the index counts the events (it may lag by a commit).
-            let request = SearchRequest {
-                group: group_filter,
-                ..SearchRequest::of_org(org_id.to_string())
-            };
-            let indexed = tokio::task::spawn_blocking(move || search.count(&request))
-                .await
-                .map_err(ApiError::internal)?
-                .map_err(ApiError::internal)?;
-            (indexed.max(EXACT_TOTAL_UP_TO + 1), true)
-        }
-    };
-    let next_cursor = (items.len() == limit)
-        .then(|| items.last().map(|event| event.id.to_string()))
-        .flatten();
-    let items = items.into_iter().map(ErrorEventView::from).collect();
-    Ok(Json(ErrorEventList {
-        items,
-        next_cursor,
-        total: total as u64,
-        total_is_estimate,
-    }))
-}
-
-/// The keys of `[start, end)` when there are at most `EXACT_TOTAL_UP_TO`, else `None`.
-pub(crate) fn count_keys<V: redb::Value + 'static>(
-    txn: &ReadTransaction,
-    table: redb::TableDefinition<'static, &'static str, V>,
-    start: &str,
-    end: &str,
-) -> Result<Option<usize>, StoreError> {
-    let table = txn.open_table(table)?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    let mut counted = 0;
-    for entry in range {
-        entry?;
-        counted += 1;
-        if counted > EXACT_TOTAL_UP_TO {
-            return Ok(None);
-        }
-    }
-    Ok(Some(counted))
-}
-
-/// The stored events of `ids`, in order, frames resolved for reading; an id whose event is
-/// gone (retention may delete it before the index forgets it) is skipped.
-fn events_of(
-    txn: &ReadTransaction,
-    org: &OrgId,
-    ids: Vec<String>,
-) -> Result<Vec<ErrorEvent>, ApiError> {
-    let mut events = Vec::with_capacity(ids.len());
-    for id in ids {
-        let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))? else {
-            continue;
-        };
-        crate::errors::resolve::resolve_for_reading(txn, org, &mut event)?;
-        events.push(event);
-    }
-    Ok(events)
-}
-
-/// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
-async fn search_errors(
-    auth: Auth,
-    search: Search,
-    org: OrgId,
-    page: PageRequest,
-    filters: HashMap<String, String>,
-) -> Result<Json<ErrorEventList>, ApiError> {
-    let offset = match &page.cursor {
-        Some(cursor) => cursor
-            .strip_prefix('o')
-            .and_then(|n| n.parse::<usize>().ok())
-            .ok_or_else(PageRequest::bad_cursor)?,
-        None => 0,
-    };
-    let request = SearchRequest {
-        q: filters.get("q").cloned(),
-        from: time_filter(&filters, "from")?.map(|at| at.0),
-        to: time_filter(&filters, "to")?.map(|at| at.0),
-        group: filters.get("group").cloned(),
-        limit: page.limit,
-        offset,
-        ..SearchRequest::of_org(org.to_string())
-    };
-    // The index counts every match without reading a document: the total is exact.
-    let (ids, total) =
-        tokio::task::spawn_blocking(move || Ok((search.query(&request)?, search.count(&request)?)))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(search_problem)?;
-    let found = ids.len();
-    let items = read(&auth, move |txn| events_of(txn, &org, ids)).await?;
-    let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
-    let items = items.into_iter().map(ErrorEventView::from).collect();
-    Ok(Json(ErrorEventList {
-        items,
-        next_cursor,
-        total: total as u64,
-        total_is_estimate: false,
-    }))
-}
-
-/// A search failure as a problem: an invalid `q` is the caller's, anything else is ours.
-pub fn search_problem(error: SearchError) -> ApiError {
-    match error {
-        SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
-        other => ApiError::internal(other),
-    }
 }
 
 /// Browser sessions, latest start first; filters `service`, `environment`, `from`, `to`.

@@ -44,6 +44,14 @@ pub struct SearchRequest {
     pub offset: usize,
 }
 
+/// The groups of the newest events matching a request.
+pub struct MatchedGroups {
+    pub groups: BTreeSet<String>,
+    /// Events whose group was read, and events matching in all.
+    pub read_events: usize,
+    pub matched_events: usize,
+}
+
 impl SearchRequest {
     /// Every event of `org`: no filter, the first page of the default size.
     pub fn of_org(org: String) -> SearchRequest {
@@ -99,13 +107,13 @@ impl Search {
         Ok(searcher.search(&query, &Count)?)
     }
 
-    /// The distinct groups of the newest `max_events` events matching `request`, and whether
-    /// more matching events were left unread. Blocking: call it from a blocking thread.
+    /// The distinct groups of the newest `max_events` events matching `request`. Blocking:
+    /// call it from a blocking thread.
     pub fn groups_of_matches(
         &self,
         request: &SearchRequest,
         max_events: usize,
-    ) -> Result<(BTreeSet<String>, bool), SearchError> {
+    ) -> Result<MatchedGroups, SearchError> {
         let fields = &self.inner.fields;
         let opened = self.opened();
         let searcher = opened.reader.searcher();
@@ -120,7 +128,11 @@ impl Search {
                 groups.insert(group.to_string());
             }
         }
-        Ok((groups, matched > found.len()))
+        Ok(MatchedGroups {
+            groups,
+            read_events: found.len(),
+            matched_events: matched,
+        })
     }
 
     /// The query of `request`: its organisation, filters and parsed `q`.

@@ -160,7 +160,8 @@ fn make_records(
     // Telemetry: three services, fingerprints (error groups), sessions and span names.
     let events: Vec<Value> = (0..RECORDS)
         .map(|n| json!({"level": "error", "message": format!("failure {n}"), "url": "https://app.example.com/",
-            "service": format!("service-{n}"), "fingerprint": [format!("group-{n}")]}))
+            "service": format!("service-{n}"), "fingerprint": [format!("group-{n}")],
+            "user_agent": "curl/8.5.0"}))
         .collect();
     accepted(&post(
         server,
@@ -231,10 +232,16 @@ fn make_records(
         (listed["items"].as_array().map_or(0, Vec::len) == RECORDS).then_some(())
     });
 
+    // An error group's tags: service, url, browser and os.
+    let group = session.get(server, "/api/v1/error-groups").json()["items"][0]["id"].clone();
     let ids = BTreeMap::from([
         (
             "/api/v1/agents/{id}/sessions".to_string(),
             agent_ids[0].clone(),
+        ),
+        (
+            "/api/v1/error-groups/{id}/tags".to_string(),
+            group.as_str().expect("a group").to_string(),
         ),
         ("/api/v1/channels/{id}/deliveries".to_string(), channel_id),
     ]);

@@ -28,6 +28,7 @@ mod cli;
 mod cli_recovery;
 mod config_errors;
 mod durability;
+mod error_groups_ui;
 mod errors_groups;
 mod errors_reindex;
 mod errors_search;
