@@ -6,7 +6,8 @@
 //! the same 404 `not_found`, so nothing tells what else exists. An API key belongs to one
 //! organisation: the list names that one, and switching needs a session (403 `forbidden`).
 //! A switch answers exactly as a sign-in does (body and cookies) and revokes the old session's
-//! `jti` in the transaction that records `auth.switch_org`; the target organisation's IP
+//! `jti` in the transaction that records `auth.switch_org` (once: a session already exchanged
+//! is refused, `401 session_revoked`); the target organisation's IP
 //! allowlist applies before anything is written, and its 2FA enforcement applies to the new
 //! session as it does to a signed-in one (`caller.rs`). The person already proved a second
 //! factor for the session being exchanged, so none is asked again.
@@ -109,6 +110,7 @@ async fn list_own_orgs(
 #[utoipa::path(post, path = "/api/v1/auth/switch-org", tag = "auth", request_body = SwitchOrgRequest,
     responses(
         (status = 200, description = "signed in to that organisation (cookies set), as a sign-in answers", body = SessionResponse),
+        (status = 401, description = "session_revoked: this session was already exchanged or ended", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden (an API key cannot switch), ip_not_allowed (the target's allowlist) or csrf_failed", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "not_found: not a member (or only invited) of that organisation", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -161,20 +163,26 @@ async fn switch_org(
     let signed = login::issue_session(&auth, user, org, membership.role, two_factor_enabled, now)?;
     let (actor, from, revoked) = (caller.actor(), caller.org_id.clone(), old_claims.clone());
     let detail = json!({"from_org": from.to_string(), "role": membership.role.as_str()});
-    auth.store()
+    // A session is exchanged once: of two switches racing with one token, the second finds it
+    // revoked in its own transaction and is refused (a value, so nothing is rolled back).
+    let exchanged = auth
+        .store()
         .write(move |txn| {
+            if db::is_session_revoked(txn, &revoked.jti)? {
+                return Ok::<_, StoreError>(false);
+            }
             Revocations::write_session_logout(txn, &revoked)?;
-            audit::record(
-                txn,
-                Some(&target),
-                &actor,
-                "auth.switch_org",
-                None,
-                detail.clone(),
-                now,
-            )
+            let (action, detail) = ("auth.switch_org", detail.clone());
+            audit::record(txn, Some(&target), &actor, action, None, detail, now)?;
+            Ok(true)
         })
         .await?;
+    if !exchanged {
+        return Err(ApiError::new(
+            ErrorCode::SessionRevoked,
+            "this session has been ended; sign in again",
+        ));
+    }
     auth.revocations().note_session_logout(&old_claims);
     Ok(session_response(&auth, signed))
 }

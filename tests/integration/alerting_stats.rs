@@ -104,6 +104,24 @@ fn the_read_routes_of_the_overview_are_in_the_openapi_document() {
     }
     let deployments = paths["/api/v1/deployments"]["get"]["parameters"].to_string();
     assert!(deployments.contains("\"from\"") && deployments.contains("\"to\""));
-    let session = paths["/api/v1/sessions/{id}"].to_string();
-    assert!(session.contains("traces"), "sessions list their traces");
+    let schemas = &document["components"]["schemas"];
+    // The detail flattens the session, so its own fields sit in one part of an `allOf`.
+    let detail = schemas["SessionDetail"].to_string();
+    assert!(
+        detail.contains("\"traces\""),
+        "sessions list their traces: {detail}"
+    );
+    for field in [
+        "trace_id",
+        "name",
+        "started_at",
+        "duration_ms",
+        "span_count",
+        "status",
+    ] {
+        let properties = &schemas["SessionTrace"]["properties"];
+        assert!(!properties[field].is_null(), "SessionTrace.{field}");
+    }
+    let span = &schemas["TraceSpan"]["properties"]["session_id"];
+    assert!(!span.is_null(), "spans show their session");
 }
