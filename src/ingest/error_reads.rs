@@ -16,14 +16,14 @@ use axum::extract::{RawQuery, State};
 use redb::ReadTransaction;
 
 use super::errors::{EVENTS, ErrorEvent, EventId};
-use super::reads::{parameter, read};
+use super::reads::read;
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::query::{filters, time_filter};
+use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::search::query::SearchRequest;
 use crate::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use crate::store::{StoreError, tables};

@@ -30,7 +30,7 @@ use crate::clock::Timestamp;
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::query::{filters, parameter_error, time_filter};
+use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::search::Search;
 use crate::store::codec::decode;
 use crate::store::{Scan, StoreError, tables};
@@ -54,11 +54,6 @@ where
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
-}
-
-/// A 400 `invalid_parameter` with `detail`.
-pub(super) fn parameter(detail: impl Into<String>) -> ApiError {
-    parameter_error(detail)
 }
 
 pub(super) async fn read<T: Send + 'static>(

@@ -7,8 +7,11 @@ mod harness;
 
 mod auth;
 mod chrome;
+mod errors;
+mod errors_support;
 mod harness_checks;
 mod page;
+mod sessions;
 mod sign_in;
 mod support;
 mod ui_security;
