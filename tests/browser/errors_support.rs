@@ -137,6 +137,19 @@ impl<'a> ApiSession<'a> {
         body
     }
 
+    /// `POST path` with `body`, asserting a success; answers the JSON body.
+    pub fn post(&self, path: &str, body: &Value) -> Value {
+        let response = self
+            .call(Method::POST, path)
+            .json(body)
+            .send()
+            .expect("API request");
+        let status = response.status();
+        let answer: Value = response.json().expect("API answers JSON");
+        assert!(status.is_success(), "POST {path}: {status} {answer}");
+        answer
+    }
+
     /// The id of the error group titled `title` (among the newest 100).
     pub fn group_id(&self, title: &str) -> String {
         let groups = self.get("/api/v1/error-groups?limit=100");

@@ -10,6 +10,7 @@ mod chrome;
 mod errors;
 mod errors_support;
 mod harness_checks;
+mod overview;
 mod page;
 mod sessions;
 mod sign_in;

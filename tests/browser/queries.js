@@ -134,7 +134,9 @@
     if (!element) return { problem };
     if (element.disabled || element.getAttribute("aria-disabled") === "true") return { problem: "it is disabled" };
     element.scrollIntoView({ block: "center", inline: "center" });
-    const box = element.getBoundingClientRect();
+    // A link that wraps has several boxes; the middle of their union may be outside all of them,
+    // so aim at the middle of the first line, as a person would.
+    const box = element.getClientRects()[0] || element.getBoundingClientRect();
     const x = box.left + box.width / 2;
     const y = box.top + box.height / 2;
     const top = document.elementFromPoint(x, y);
