@@ -55,6 +55,22 @@ pub fn admits(allowlist: &[IpNet], address: IpAddr) -> bool {
     allowlist.is_empty() || allowlist.iter().any(|network| network.contains(&address))
 }
 
+/// 403 `ip_not_allowed` unless the allowlist admits `client`; `whose` names the organisation
+/// in the detail ("the", "that").
+pub fn require_admitted(
+    allowlist: &[IpNet],
+    client: IpAddr,
+    whose: &str,
+) -> Result<(), crate::http::ApiError> {
+    if admits(allowlist, client) {
+        return Ok(());
+    }
+    Err(crate::http::ApiError::new(
+        crate::http::ErrorCode::IpNotAllowed,
+        format!("{client} is not in {whose} organisation's IP allowlist"),
+    ))
+}
+
 /// The list as text, the way it is shown back.
 pub fn to_strings(allowlist: &[IpNet]) -> Vec<String> {
     allowlist.iter().map(IpNet::to_string).collect()

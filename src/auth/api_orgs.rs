@@ -145,20 +145,7 @@ async fn switch_org(
         })
         .await?;
     let (org, user, membership, two_factor_enabled) = found.ok_or_else(not_member)?;
-    if !org.ip_allowlist.is_empty()
-        && !org
-            .ip_allowlist
-            .iter()
-            .any(|net| net.contains(&caller.client))
-    {
-        return Err(ApiError::new(
-            ErrorCode::IpNotAllowed,
-            format!(
-                "{} is not in that organisation's IP allowlist",
-                caller.client
-            ),
-        ));
-    }
+    super::allowlist::require_admitted(&org.ip_allowlist, caller.client, "that")?;
     let now = auth.clock().now();
     let signed = login::issue_session(&auth, user, org, membership.role, two_factor_enabled, now)?;
     let (actor, from, revoked) = (caller.actor(), caller.org_id.clone(), old_claims.clone());

@@ -243,20 +243,7 @@ fn authorize(auth: &Auth, parts: &Parts, caller: &Caller) -> Result<(), ApiError
             "your role in this organisation changed; sign in again",
         ));
     }
-    if !org.ip_allowlist.is_empty()
-        && !org
-            .ip_allowlist
-            .iter()
-            .any(|net| net.contains(&caller.client))
-    {
-        return Err(ApiError::new(
-            ErrorCode::IpNotAllowed,
-            format!(
-                "{} is not in the organisation's IP allowlist",
-                caller.client
-            ),
-        ));
-    }
+    super::allowlist::require_admitted(&org.ip_allowlist, caller.client, "the")?;
     if org.two_factor_required && !two_factor_enabled {
         let method = parts.method.as_str();
         let path = parts.uri.path();
