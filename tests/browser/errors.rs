@@ -167,3 +167,22 @@ fn a_viewer_sees_groups_but_no_actions() {
     }
     page.check_accessibility();
 }
+
+#[test]
+fn r_resolves_the_group_on_screen() {
+    let server = ingest_server();
+    send_errors(&server, &[plain_error("Basket badge is stale")]);
+    let api = ApiSession::sign_in(&server, OWNER);
+    let id = api.group_id("Error: Basket badge is stale");
+    let page = owner_page(&server);
+    page.goto(&format!("/errors/{id}"));
+    page.wait_role("button", "Resolve");
+    page.press("r");
+    page.wait_role("button", "Reopen");
+    wait_until("the API to say resolved", || {
+        api.group_status(&id) == "resolved"
+    });
+    // Resolved already: `r` changes nothing and offers nothing new.
+    page.press("r");
+    assert_eq!(api.group_status(&id), "resolved");
+}

@@ -7,15 +7,31 @@ import { html } from "../html.js";
 import { Dialog } from "./dialog.js";
 
 export const helpOpen = signal(false);
+
+/** Runs `action` when `key` is pressed outside fields and dialogs, without modifiers. */
+export function useKey(key, action, enabled = true) {
+  useEffect(() => {
+    if (!enabled) return undefined;
+    const onKey = (event) => {
+      if (event.key !== key || event.defaultPrevented || event.metaKey || event.ctrlKey || event.altKey) return;
+      if (typing(event.target) || document.querySelector("[role=dialog]")) return;
+      event.preventDefault();
+      action();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [key, action, enabled]);
+}
 const GO = { o: "/", e: "/errors", s: "/sessions", a: "/alerts", i: "/incidents" };
 export const SHORTCUTS = [
   ["/", "Search errors"], ["g o", "Go to the overview"], ["g e", "Go to errors"], ["g s", "Go to sessions"],
   ["g a", "Go to alerts"], ["g i", "Go to incidents"], ["j / k", "Next / previous row in a list"],
-  ["Enter", "Open the selected row"], ["r", "Resolve the selected error group"], ["Esc", "Close a dialog"],
+  ["Enter", "Open the selected row"], ["r", "Resolve the selected error group, or the one open"], ["Esc", "Close a dialog"],
   ["?", "Show these shortcuts"],
 ];
 
-const typing = (target) => target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+/** Whether a key pressed in `target` is text being typed (shortcuts stay out of its way). */
+export const typing = (target) => target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
 
 let pendingG = false;
 export function installShortcuts() {

@@ -1,7 +1,7 @@
 // The error-group page (`/errors/{id}`, the link payloads carry): the title, status and the
 // actions that change it (members and up), the facts, the latest event's stack as the hero,
 // tags, releases, the hourly histogram and the group's events, paged through the URL.
-import { useMemo } from "preact/hooks";
+import { useMemo, useCallback } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { canAct } from "../session.js";
@@ -14,6 +14,7 @@ import { Time } from "../components/time.js";
 import { TimeChart } from "../components/chart.js";
 import { CursorPaging } from "../components/paging.js";
 import { toast } from "../components/toast.js";
+import { useKey } from "../components/keyboard.js";
 import { Stack } from "./stack.js";
 import { TagBars } from "./tags.js";
 
@@ -23,6 +24,12 @@ const HOUR = 36e5;
 const NO_MARKERS = [];
 
 function StatusActions({ group, reload }) {
+  // `r` resolves the group on screen, as it resolves the selected row in the list.
+  const resolve = useCallback(() => {
+    api(`/api/v1/error-groups/${encodeURIComponent(group.id)}`, { method: "PATCH", body: { status: "resolved" } })
+      .then(() => { toast(`Resolved: ${group.title}`); reload(); }, (problem) => toast(problem.detail));
+  }, [group.id, group.title, reload]);
+  useKey("r", resolve, canAct.value && group.status !== "resolved");
   if (!canAct.value) return null;
   return ACTIONS.filter(([status]) => status !== group.status).map(([status, verb, done]) => html`<${ActionButton}
     key=${status} kind=${status === "resolved" ? "primary" : ""} busyText=${`${verb}…`}
