@@ -177,8 +177,11 @@ fn r_resolves_the_group_on_screen() {
     let page = owner_page(&server);
     page.goto(&format!("/errors/{id}"));
     page.wait_role("button", "Resolve");
-    page.press("r");
-    page.wait_role("button", "Reopen");
+    // The key is listened for once the page has rendered its actions; press until it is heard.
+    wait_until("r to resolve the group", || {
+        page.press("r");
+        count(&page, &Query::role("button", "Reopen")) == 1
+    });
     wait_until("the API to say resolved", || {
         api.group_status(&id) == "resolved"
     });
