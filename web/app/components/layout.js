@@ -17,6 +17,12 @@ const NAV = [
   { section: "overview", href: "/", label: "Overview" },
   { section: "errors", href: "/errors", label: "Errors" },
   { section: "sessions", href: "/sessions", label: "Sessions" },
+  { section: "performance", href: "/performance", label: "Performance" },
+  { section: "alerts", href: "/alerts", label: "Alerts", badge: "firing" },
+  { section: "incidents", href: "/incidents", label: "Incidents", badge: "open" },
+  { section: "deployments", href: "/deployments", label: "Deployments" },
+  { section: "experiments", href: "/experiments", label: "Experiments" },
+  { section: "agents", href: "/agents", label: "Agents" },
 ];
 
 function Navigation({ section }) {
@@ -26,10 +32,13 @@ function Navigation({ section }) {
       ${NAV.map((item) => html`<li>
         <a href=${item.href} aria-current=${item.section === section ? "page" : undefined}>
           ${item.label}
-          ${badges.value[item.section] ? html`<span class="badge" aria-label=${`${badges.value[item.section]} new`}>${badges.value[item.section]}</span>` : null}
+          ${badges.value[item.section] ? html`<span class="badge" aria-label=${`${badges.value[item.section]} ${item.badge || "new"}`}>${badges.value[item.section]}</span>` : null}
         </a></li>`)}
     </ul>
-    <ul class="nav-foot"><li><a href="/profile" aria-current=${section === "profile" ? "page" : undefined}>Profile</a></li></ul>
+    <ul class="nav-foot">
+      <li><a href="/settings" aria-current=${section === "settings" ? "page" : undefined}>Settings</a></li>
+      <li><a href="/profile" aria-current=${section === "profile" ? "page" : undefined}>Profile</a></li>
+    </ul>
   </nav>`;
 }
 
@@ -98,21 +107,28 @@ function UserMenu() {
   </div>`;
 }
 
-/** Keeps the Errors badge (unresolved groups first seen in the last 24 hours) current. */
-function useErrorBadge() {
+const setBadge = (section, count) => { badges.value = { ...badges.value, [section]: count }; };
+
+/**
+ * Keeps the navigation's badges current: unresolved error groups first seen in the last 24
+ * hours, firing alerts and open incidents (counted from one page of at most 500).
+ */
+function useBadges() {
   const refresh = () => {
     const since = new Date(Math.floor((Date.now() - 864e5) / 60000) * 60000).toISOString();
     api("/api/v1/error-groups", { query: { status: "unresolved", new_since: since, limit: 1 } }).then(
-      (answer) => { badges.value = { ...badges.value, errors: answer.total || 0 }; },
-      () => {},
-    );
+      (answer) => setBadge("errors", answer.total || 0), () => {});
+    api("/api/v1/alerts", { query: { state: "firing", limit: 500 } }).then(
+      (answer) => setBadge("alerts", answer.items.length), () => {});
+    api("/api/v1/incidents", { query: { status: "open", limit: 500 } }).then(
+      (answer) => setBadge("incidents", answer.items.length), () => {});
   };
   useEffect(refresh, []);
   useInterval(refresh, 60000);
 }
 
 export function Shell({ section, children }) {
-  useErrorBadge();
+  useBadges();
   return html`<div class="shell">
     <a class="skip-link" href="#main">Skip to content</a>
     <${Navigation} section=${section} />
