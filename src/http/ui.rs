@@ -149,7 +149,8 @@ fn protect(headers: &mut HeaderMap) {
     );
 }
 
-fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap) -> Response {
+/// One embedded file (HEAD answers too: hyper sends its headers, with the GET body's length, and no body).
+fn serve_file(path: &str, caching: Caching, request: &HeaderMap) -> Response {
     // Only plain relative names: development builds read `web/` from disk.
     let plain = path
         .split('/')
@@ -182,9 +183,6 @@ fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap
     } else {
         file.data.into_owned().into_response()
     };
-    if method == Method::HEAD {
-        *response.body_mut() = axum::body::Body::empty();
-    }
     let headers = response.headers_mut();
     let mime = HeaderValue::from_str(file.metadata.mimetype())
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
@@ -203,18 +201,13 @@ fn serve_file(path: &str, caching: Caching, method: &Method, request: &HeaderMap
 }
 
 /// `/assets/{path}`: the app's own modules and styles (`web/app/`).
-pub async fn app_file(method: Method, uri: Uri, request: HeaderMap) -> Response {
+pub async fn app_file(uri: Uri, request: HeaderMap) -> Response {
     let path = uri.path().trim_start_matches("/assets/");
-    serve_file(
-        &format!("app/{path}"),
-        Caching::Revalidate,
-        &method,
-        &request,
-    )
+    serve_file(&format!("app/{path}"), Caching::Revalidate, &request)
 }
 
 /// `/vendor/{name@version}/{file}`: pinned third-party modules, immutable by their path.
-pub async fn vendor_file(method: Method, uri: Uri, request: HeaderMap) -> Response {
+pub async fn vendor_file(uri: Uri, request: HeaderMap) -> Response {
     let path = uri.path().trim_start_matches('/');
     let versioned = path.split('/').nth(1).is_some_and(|dir| dir.contains('@'));
     let caching = if versioned {
@@ -222,7 +215,7 @@ pub async fn vendor_file(method: Method, uri: Uri, request: HeaderMap) -> Respon
     } else {
         Caching::Revalidate
     };
-    serve_file(path, caching, &method, &request)
+    serve_file(path, caching, &request)
 }
 
 /// Every request no route took: the app's shell for a page, a 404 problem for anything else.
@@ -235,7 +228,7 @@ pub async fn fallback(method: Method, uri: Uri, request: HeaderMap) -> Response 
     if machine || !page_method {
         return ApiError::new(ErrorCode::NotFound, "no resource at this path").into_response();
     }
-    serve_file("index.html", Caching::Revalidate, &method, &request)
+    serve_file("index.html", Caching::Revalidate, &request)
 }
 
 #[cfg(test)]

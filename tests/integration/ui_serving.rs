@@ -130,3 +130,28 @@ fn deep_links_answer_the_shell_and_machine_paths_stay_problems() {
     let posted = send(http().post(server.url("/errors/grp_x")));
     assert_ne!(posted.status, 200, "only GET and HEAD answer the shell");
 }
+
+#[test]
+fn head_answers_the_headers_of_get_with_the_same_length_and_no_body() {
+    let server = TestServer::start();
+    for (path, encoding) in [
+        ("/", "identity"),
+        ("/assets/main.js", "gzip"),
+        ("/errors", "gzip"),
+    ] {
+        let got = get(&server, path, &[("accept-encoding", encoding)]);
+        let head = send(
+            http()
+                .head(server.url(path))
+                .header("accept-encoding", encoding),
+        );
+        assert_eq!(head.status, 200, "{path}: {head:?}");
+        assert!(head.body.is_empty(), "{path}: {head:?}");
+        assert_eq!(head.header("etag"), got.header("etag"), "{path}");
+        assert_eq!(
+            head.header("content-length"),
+            got.body.len().to_string(),
+            "{path}: {head:?}"
+        );
+    }
+}
