@@ -10,8 +10,11 @@ mod chrome;
 mod errors;
 mod errors_support;
 mod harness_checks;
+mod links;
 mod overview;
 mod page;
+#[path = "../integration/receiver.rs"]
+mod receiver;
 mod sessions;
 mod sign_in;
 mod support;

@@ -46,6 +46,7 @@ mod ingest_support;
 mod lifecycle;
 mod lists;
 mod packaging;
+mod receiver;
 mod setup;
 mod tidy;
 mod ui_serving;
