@@ -51,8 +51,10 @@ fn flags_and_experiments_are_served_counted_and_archived() {
     );
 
     let ((today, now), (yesterday, then)) = (day(0), day(1));
-    let exposure = |visitor: &str, variant: &str, at: &str| json!({"experiment": "cta-colour",
-        "variant": variant, "visitor_id": visitor, "timestamp": at});
+    let exposure = |visitor: &str, variant: &str, at: &str| {
+        json!({"experiment": "cta-colour",
+        "variant": variant, "visitor_id": visitor, "timestamp": at})
+    };
     let exposures = json!({"exposures": [
         exposure("v1", "control", &now), exposure("v2", "control", &now),
         exposure("v2", "control", &now), exposure("v3", "green", &now),

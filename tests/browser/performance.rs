@@ -94,7 +94,11 @@ fn spans_show_percentiles_a_chart_their_traces_and_a_waterfall() {
     let bars = page.eval(
         "[...document.querySelectorAll('.waterfall-bar')].map((bar) => [Math.round(parseFloat(bar.style.left)), Math.round(parseFloat(bar.style.width))])",
     );
-    assert_eq!(bars, json!([[0, 100], [13, 75], [25, 38]]), "placed by start and duration");
+    assert_eq!(
+        bars,
+        json!([[0, 100], [13, 75], [25, 38]]),
+        "placed by start and duration"
+    );
     page.click_role("button", "render");
     page.wait(&Query::heading(2, "Span: render"));
     page.wait_text("http.route");
