@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 
-use crate::errors_support::{KEY, count, ingest, ingest_server, wait_until};
+use crate::errors_support::{KEY, VIEWER, count, ingest, ingest_server, wait_until};
 use crate::harness::{TestServer, http};
-use crate::page::Query;
-use crate::support::owner_page;
+use crate::page::{Page, Query};
+use crate::support::{PASSWORD, owner_page, sign_in};
 
 fn ab_config(server: &TestServer) -> Value {
     let response = http()
@@ -89,4 +89,30 @@ fn flags_and_experiments_are_served_counted_and_archived() {
     assert_eq!(ab_config(&server)["experiments"], json!([]));
     page.click(&Query::label("Show archived (1)"));
     page.wait_role("button", "Unarchive cta-colour");
+}
+
+/// A viewer reads flags and experiments but is offered no button that would change them.
+#[test]
+fn viewers_see_flags_and_experiments_without_actions() {
+    let server = ingest_server();
+    let owner = crate::errors_support::ApiSession::sign_in(&server, crate::support::OWNER);
+    owner.post(
+        "/api/v1/experiments",
+        &json!({"key": "cta", "variants": [{"key": "a", "weight": 1}]}),
+    );
+    let page = Page::open(&server);
+    page.goto("/login");
+    sign_in(&page, VIEWER, PASSWORD);
+    page.goto("/experiments");
+    page.wait_role("link", "cta");
+    page.wait_text("An admin sets them");
+    for button in [
+        "New experiment",
+        "Set flag",
+        "Archive cta",
+        "Edit experiment cta",
+    ] {
+        assert_eq!(count(&page, &Query::role("button", button)), 0, "{button}");
+    }
+    page.check_accessibility();
 }

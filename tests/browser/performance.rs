@@ -105,3 +105,18 @@ fn spans_show_percentiles_a_chart_their_traces_and_a_waterfall() {
     page.check_accessibility();
     page.screenshot("trace");
 }
+
+/// Before the first span, the page teaches how to send one.
+#[test]
+fn before_the_first_span_the_page_shows_how_to_send_one() {
+    let server = ingest_server();
+    let page = owner_page(&server);
+    page.goto("/performance");
+    page.wait(&Query::heading(2, "No spans yet: send the first one"));
+    page.wait_role("button", "Copy curl command");
+    let ingest_url = format!("{}/ingest/spans", server.url("").trim_end_matches('/'));
+    let shown = page.eval("document.querySelector('.guide code').innerText");
+    assert_eq!(shown, json!(ingest_url));
+    page.wait_text("one of the server's WEB_INGEST_KEYS");
+    page.check_accessibility();
+}

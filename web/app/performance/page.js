@@ -53,8 +53,8 @@ function FirstSpanGuide({ onCheck }) {
       <li><h3>The ingest URL</h3>
         <p>Browsers and services send spans to <code>${ingestUrl}</code> <${CopyButton} text=${ingestUrl} label="Copy ingest URL" /></p></li>
       <li><h3>An ingest key</h3>
-        <p>Requests carry an ingest key in the <code>X-Lookout-Key</code> header: one of the server's
-          <code>WEB_INGEST_KEYS</code> (or <code>WEB_INGEST_KEY</code>), set in the environment or the configuration file.</p></li>
+        <p>Requests carry an ingest key in the <code>X-Lookout-Key</code> header: one of the server's <code>WEB_INGEST_KEYS</code>
+          (or <code>WEB_INGEST_KEY</code>), set in the environment or the configuration file.</p></li>
       <li><h3>A test span</h3>
         <p>Put the key in <code>LOOKOUT_KEY</code> and run (each span names its trace, its parent and its service):</p>
         <${CodeBlock} code=${curlCommand(origin)} label="Copy curl command" />
