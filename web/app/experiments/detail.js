@@ -11,6 +11,8 @@ import { StatusPill } from "../components/status.js";
 import { Time } from "../components/time.js";
 import { TimeChart } from "../components/chart.js";
 
+// Unchanging inputs of TimeChart, so a re-render does not redraw it.
+const NONE = [];
 const DAY_MS = 864e5;
 const MAX_DAYS = 400;
 const isDay = (text) => /^\d{4}-\d{2}-\d{2}$/.test(text || "");
@@ -56,7 +58,7 @@ function Results({ table, experimentKey }) {
   }
   const totals = table.variants.map((_, index) => table.rows.reduce((sum, row) => sum + row.counts[index], 0));
   return html`<div>
-    <${TimeChart} times=${chart.times} lines=${chart.lines} counts=${[]} seriesLabel="visitors"
+    <${TimeChart} times=${chart.times} lines=${chart.lines} counts=${NONE} markers=${NONE} seriesLabel="visitors"
       label=${`Daily unique visitors of ${experimentKey} per variant: ${table.variants.map((v, i) => `${v} ${totals[i]}`).join(", ")}`} />
     <table class="results-table">
       <caption class="visually-hidden">Daily unique visitors per variant</caption>

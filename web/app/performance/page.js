@@ -18,6 +18,8 @@ import { useServiceOptions } from "../components/services.js";
 
 // Percentiles need a window: the presets only, the last 24 hours unless the URL says otherwise.
 const RANGES = RANGE_OPTIONS.filter(([value]) => value);
+// Unchanging inputs of TimeChart, so a re-render does not redraw it.
+const NONE = [];
 const COLUMNS = [["name", "Span name"], ["count", "Spans"], ["p50_ms", "p50"], ["p95_ms", "p95"], ["p99_ms", "p99"]];
 
 function readFilters(query) {
@@ -130,10 +132,16 @@ function PercentileChart({ filters }) {
       count: points.reduce((sum, p) => sum + p.count, 0),
     };
   }, [series.data]);
+  // Deployments of the page's service (all services when none is chosen), as markers.
+  const deployments = useLoad((signal) => api("/api/v1/deployments", { signal, query: { from: rangeStart(filters.range), limit: 100 } }),
+    [filters.range]);
+  const markers = useMemo(() => ((deployments.data && deployments.data.items) || [])
+    .filter((d) => !filters.service || d.service === filters.service)
+    .map((d) => ({ at: Date.parse(d.started_at), label: `${d.service} ${d.version} (${d.environment})` })), [deployments.data, filters.service]);
   const every = series.data ? `one point every ${bucketWords(series.data.interval_seconds)}` : "";
   return html`<${Panel} title=${`Percentiles over time: ${filters.name}`} id="panel-percentiles" actions=${html`<span class="meta">${every}</span>`}>
     <${LoadProblem} problem=${series.problem} retry=${series.reload} />
-    ${series.data && html`<${TimeChart} times=${lines.times} lines=${lines.lines} counts=${[]} seriesLabel="ms"
+    ${series.data && html`<${TimeChart} times=${lines.times} lines=${lines.lines} counts=${NONE} markers=${markers} seriesLabel="ms"
       label=${`p50, p95 and p99 durations of ${filters.name} over time, in milliseconds: ${lines.count} spans`} />`}
   </${Panel}>`;
 }
