@@ -50,6 +50,24 @@ fn flags_and_experiments_are_served_counted_and_archived() {
             "variants": [{"key": "control", "weight": 50}, {"key": "green", "weight": 50}]}])
     );
 
+    // Edited in the UI: a flag's value, an experiment's weights; both served at once.
+    page.click_role("button", "Edit flag new-checkout");
+    page.wait(&Query::heading(3, "Change flag new-checkout"));
+    page.fill_label("Flag value", "\"beta\"");
+    page.click_role("button", "Set flag");
+    page.wait_text("\"beta\"");
+    page.click_role("button", "Edit experiment cta-colour");
+    page.wait(&Query::heading(2, "Edit experiment cta-colour"));
+    page.fill_label("Variant 2 weight", "30");
+    page.click_role("button", "Save experiment");
+    page.wait_text("green 30 (38%)");
+    let config = ab_config(&server);
+    assert_eq!(config["flags"], json!({"new-checkout": "beta"}));
+    assert_eq!(
+        config["experiments"][0]["variants"][1],
+        json!({"key": "green", "weight": 30})
+    );
+
     let ((today, now), (yesterday, then)) = (day(0), day(1));
     let exposure = |visitor: &str, variant: &str, at: &str| {
         json!({"experiment": "cta-colour",
@@ -89,6 +107,13 @@ fn flags_and_experiments_are_served_counted_and_archived() {
     assert_eq!(ab_config(&server)["experiments"], json!([]));
     page.click(&Query::label("Show archived (1)"));
     page.wait_role("button", "Unarchive cta-colour");
+    assert!(page.path().ends_with("archived=1"), "{}", page.path());
+
+    page.click_role("button", "Delete flag new-checkout");
+    wait_until("the flag to go", || {
+        count(&page, &Query::role("button", "Edit flag new-checkout")) == 0
+    });
+    assert_eq!(ab_config(&server)["flags"], json!({}));
 }
 
 /// A viewer reads flags and experiments but is offered no button that would change them.
