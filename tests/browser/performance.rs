@@ -104,6 +104,8 @@ fn spans_show_percentiles_a_chart_their_traces_and_a_waterfall() {
     page.wait_text("http.route");
     page.check_accessibility();
     page.screenshot("trace");
+    page.press("j");
+    page.wait(&Query::heading(2, "Span: fetch /api/cart"));
 }
 
 /// Before the first span, the page teaches how to send one.

@@ -2,10 +2,10 @@
 // service, environment and time range kept in the URL; choosing a name shows its percentiles
 // over time as a chart and its recent traces, each opening as a waterfall. Before the first
 // span, a guide to sending one.
-import { useMemo } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
-import { setQuery } from "../router.js";
+import { navigate, setQuery } from "../router.js";
 import { useLoad } from "../components/load.js";
 import { PageHeader, Panel, LoadProblem } from "../components/page.js";
 import { Select } from "../components/form.js";
@@ -15,6 +15,7 @@ import { CursorPaging } from "../components/paging.js";
 import { CodeBlock, CopyButton } from "../components/copy.js";
 import { RANGE_OPTIONS, rangeStart, knownRange } from "../components/range.js";
 import { useServiceOptions } from "../components/services.js";
+import { useListKeys } from "../components/keyboard.js";
 
 // Percentiles need a window: the presets only, the last 24 hours unless the URL says otherwise.
 const RANGES = RANGE_OPTIONS.filter(([value]) => value);
@@ -100,11 +101,17 @@ function nameLink(name) {
 }
 
 function SpanTable({ items, filters }) {
+  const rows = useMemo(() => sorted(items, filters), [items, filters.sort, filters.order]);
+  const [active, setActive] = useState(-1);
+  const links = useRef([]);
+  useEffect(() => { if (active >= 0 && links.current[active]) links.current[active].focus(); }, [active]);
+  useListKeys(rows.length, active, setActive, { open: (index) => navigate(nameLink(rows[index].name)) });
   return html`<table class="span-table">
     <caption class="visually-hidden">Span names with their durations</caption>
     <thead><tr>${COLUMNS.map(([column, text]) => html`<${SortHeading} column=${column} text=${text} filters=${filters} />`)}</tr></thead>
-    <tbody>${sorted(items, filters).map((row) => html`<tr key=${row.name} aria-selected=${row.name === filters.name ? "true" : undefined}>
-      <td><a class="cell-link mono" href=${nameLink(row.name)} aria-current=${row.name === filters.name ? "true" : undefined}>${row.name}</a></td>
+    <tbody>${rows.map((row, index) => html`<tr key=${row.name} class=${index === active ? "active" : ""} aria-selected=${row.name === filters.name ? "true" : undefined}>
+      <td><a class="cell-link mono" href=${nameLink(row.name)} ref=${(element) => { links.current[index] = element; }}
+        aria-current=${row.name === filters.name ? "true" : undefined}>${row.name}</a></td>
       <td class="number">${row.count.toLocaleString()}</td>
       <td class="number">${duration(row.p50_ms)}</td>
       <td class="number">${duration(row.p95_ms)}</td>

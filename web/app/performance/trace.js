@@ -8,6 +8,7 @@ import { api } from "../api.js";
 import { useLoad } from "../components/load.js";
 import { PageHeader, Facts, Panel, LoadProblem } from "../components/page.js";
 import { StatusPill } from "../components/status.js";
+import { useListKeys } from "../components/keyboard.js";
 import { Time, duration } from "../components/time.js";
 
 /** The spans of a tree, parents before children and siblings in start order, with their depth. */
@@ -76,13 +77,16 @@ function Waterfall({ trace }) {
   const errors = layout.rows.filter(({ span }) => failed(span.status)).length;
   const services = [...new Set(layout.rows.map(({ span }) => span.service))];
   const selected = layout.rows.find(({ span }) => span.span_id === chosen);
+  // j/k move the selection through the spans (their attributes follow).
+  const index = layout.rows.findIndex(({ span }) => span.span_id === chosen);
+  useListKeys(layout.rows.length, index, (next) => setChosen(layout.rows[next].span.span_id));
   return html`<div>
     <${Facts} facts=${[
       ["Started", html`<${Time} at=${new Date(layout.start).toISOString()} absolute />`], ["Duration", duration(layout.total)],
       ["Spans", layout.rows.length], ["Errors", errors], ["Services", services.join(", ")],
       ...(sessions.length ? [["Session", html`${sessions.map((id, i) => html`${i ? ", " : ""}<a href=${`/sessions/${encodeURIComponent(id)}`}>${id}</a>`)}`]] : []),
     ]} />
-    <${Panel} title="Waterfall" actions=${html`<span class="meta">Choose a span to see its attributes.</span>`}>
+    <${Panel} title="Waterfall" actions=${html`<span class="meta">Choose a span (or press j and k) to see its attributes.</span>`}>
       <table class="waterfall">
         <caption class="visually-hidden">Spans of the trace in order, indented by depth, with their place in time</caption>
         <thead><tr><th scope="col">Span</th><th scope="col">Service</th><th scope="col">Status</th>
