@@ -33,6 +33,7 @@ pub mod session_spans;
 pub mod sessions;
 pub mod sourcemaps;
 pub mod spans;
+pub mod trace_reads;
 pub mod traces;
 pub mod views;
 

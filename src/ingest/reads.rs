@@ -1,7 +1,7 @@
 //! Read APIs over ingested data (viewer and above): `GET /api/v1/errors` (stored events,
 //! newest first, in `error_reads.rs`), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with
 //! its errors and traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration
-//! percentiles per span name).
+//! percentiles per span name); the series and trace list are in `trace_reads.rs`.
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -22,6 +22,7 @@ use super::fields::time_key;
 use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
+use super::trace_reads::SpanFilter;
 use super::traces::{build_tree, percentiles};
 use super::views::*;
 use crate::accounts::model::OrgId;
@@ -54,6 +55,8 @@ where
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
+        .routes(routes!(super::trace_reads::span_series))
+        .routes(routes!(super::trace_reads::list_traces))
 }
 
 pub(super) async fn read<T: Send + 'static>(
@@ -226,9 +229,11 @@ async fn get_trace(
     Ok(Json(TraceView { trace_id, spans }))
 }
 
-/// Count and p50/p95/p99 duration per span name; filters `service`, `name`, `from`, `to`.
+/// Count and p50/p95/p99 duration per span name; filters `service`, `environment`, `name`,
+/// `from`, `to`.
 #[utoipa::path(get, path = "/api/v1/spans", tag = "ingest",
-    params(("service" = Option<String>, Query), ("name" = Option<String>, Query),
+    params(("service" = Option<String>, Query), ("environment" = Option<String>, Query),
+        ("name" = Option<String>, Query),
         ("from" = Option<String>, Query, description = "spans starting at or after"),
         ("to" = Option<String>, Query, description = "spans starting before"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
@@ -239,18 +244,15 @@ async fn span_stats(
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<SpanStatsList>, ApiError> {
-    let filters = filters(query.as_deref(), &["service", "name", "from", "to"])?;
+    let names = ["service", "environment", "name", "from", "to"];
+    let filters = filters(query.as_deref(), &names)?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
-    let (service, name) = (
-        filters.get("service").cloned(),
-        filters.get("name").cloned(),
-    );
+    let wanted_span = SpanFilter::read(&filters);
     let org = caller.org_id;
     let durations = read(&auth, move |txn| {
         let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for_each_span(txn, &org, |span| {
-            let wanted = service.as_ref().is_none_or(|s| &span.service == s)
-                && name.as_ref().is_none_or(|n| &span.name == n)
+            let wanted = wanted_span.wants(&span)
                 && from.is_none_or(|from| span.start_time >= from)
                 && to.is_none_or(|to| span.start_time < to);
             if wanted {
@@ -270,7 +272,7 @@ async fn span_stats(
 }
 
 /// Every span of `org`, decoded one at a time (nothing but the durations is kept).
-fn for_each_span(
+pub(super) fn for_each_span(
     txn: &ReadTransaction,
     org: &OrgId,
     mut each: impl FnMut(Span),

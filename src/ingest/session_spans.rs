@@ -128,8 +128,9 @@ pub fn traces_of_session(
     Ok(traces)
 }
 
-/// The summary of one trace's spans; `None` for none (removed since the index was read).
-fn summarise(trace_id: String, spans: &[Span]) -> Option<SessionTrace> {
+/// The root span of one trace's spans: the earliest without a parent among them (or the
+/// earliest of all, when every parent link points inside); `None` for no spans.
+pub fn root_of(spans: &[Span]) -> Option<&Span> {
     let ids: std::collections::HashSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
     let is_root = |span: &&Span| {
         span.parent_span_id
@@ -137,11 +138,16 @@ fn summarise(trace_id: String, spans: &[Span]) -> Option<SessionTrace> {
             .is_none_or(|parent| !ids.contains(parent))
     };
     let first = |span: &&Span| (span.start_time, span.span_id.clone());
-    let root = spans
+    spans
         .iter()
         .filter(is_root)
         .min_by_key(first)
-        .or_else(|| spans.iter().min_by_key(first))?;
+        .or_else(|| spans.iter().min_by_key(first))
+}
+
+/// The summary of one trace's spans; `None` for none (removed since the index was read).
+fn summarise(trace_id: String, spans: &[Span]) -> Option<SessionTrace> {
+    let root = root_of(spans)?;
     let start = spans.iter().map(|s| s.start_time).min()?;
     let end = spans.iter().map(|s| s.end_time).max()?;
     Some(SessionTrace {

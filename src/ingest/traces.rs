@@ -206,7 +206,7 @@ pub fn percentiles(durations: BTreeMap<String, Vec<f64>>) -> Vec<SpanStats> {
 }
 
 /// The smallest value with at least `p` percent of the values at or below it.
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+pub(super) fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }

@@ -9,10 +9,12 @@ mod auth;
 mod chrome;
 mod errors;
 mod errors_support;
+mod experiments;
 mod harness_checks;
 mod links;
 mod overview;
 mod page;
+mod performance;
 #[path = "../integration/receiver.rs"]
 mod receiver;
 mod sessions;

@@ -179,8 +179,9 @@ fn make_records(
         "/ingest/web-sessions",
         &json!({"sessions": sessions}),
     ));
+    // One trace per span, so the trace list has as many records as the span list.
     let spans: Vec<Value> = (0..RECORDS)
-        .map(|n| json!({"trace_id": "0af7651916cd43dd8448eb211c80319c", "span_id": format!("00000000000000a{n}"),
+        .map(|n| json!({"trace_id": format!("0af7651916cd43dd8448eb211c80319{n}"), "span_id": format!("00000000000000a{n}"),
             "name": format!("span {n}"), "start_time": 0, "duration_ms": 5, "service": "web"}))
         .collect();
     accepted(&post(server, "/ingest/spans", &json!({"spans": spans})));

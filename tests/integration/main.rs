@@ -40,6 +40,7 @@ mod ingest_data;
 mod ingest_durability;
 mod ingest_gate;
 mod ingest_memory;
+mod ingest_performance_reads;
 mod ingest_privacy;
 mod ingest_session_spans;
 mod ingest_support;

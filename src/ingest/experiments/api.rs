@@ -167,6 +167,8 @@ pub struct ExperimentView {
     pub key: String,
     pub variants: Vec<Variant>,
     pub active: bool,
+    /// Archived: off, left out of `ab-config`, results kept.
+    pub archived: bool,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -177,6 +179,7 @@ impl From<Experiment> for ExperimentView {
             key: e.key,
             variants: e.variants,
             active: e.active,
+            archived: e.archived,
             created_at: e.created_at.to_rfc3339(),
             updated_at: e.updated_at.to_rfc3339(),
         }
@@ -209,6 +212,9 @@ pub struct PatchExperiment {
     pub variants: Option<Vec<Variant>>,
     #[serde(default)]
     pub active: Option<bool>,
+    /// `true` archives (and switches off), `false` brings back (still off until switched on).
+    #[serde(default)]
+    pub archived: Option<bool>,
 }
 
 /// Every experiment of the organisation.
@@ -253,6 +259,7 @@ async fn create_experiment(
         active: request.active,
         created_at: now,
         updated_at: now,
+        archived: false,
     };
     let (stored, org, actor) = (experiment.clone(), caller.org_id.clone(), caller.actor());
     auth.store()
@@ -298,7 +305,8 @@ async fn get_experiment(
         .ok_or_else(|| ApiError::not_found("experiment"))
 }
 
-/// Changes an experiment's variants or switches it on or off.
+/// Changes an experiment's variants, switches it on or off, or archives it (`archived`: off and
+/// out of `ab-config`, its results kept).
 #[utoipa::path(patch, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
     request_body = PatchExperiment,
     responses((status = 200, body = ExperimentView), (status = 404, body = Problem, content_type = "application/problem+json")))]
@@ -321,8 +329,18 @@ async fn patch_experiment(
             if let Some(variants) = request.variants.clone() {
                 experiment.variants = variants;
             }
+            if let Some(archived) = request.archived {
+                // Archiving switches off; bringing back leaves it off until switched on.
+                experiment.archived = archived;
+                experiment.active &= !archived;
+            }
             if let Some(active) = request.active {
                 experiment.active = active;
+            }
+            if experiment.archived && experiment.active {
+                return Err(invalid(
+                    "an archived experiment cannot be active; unarchive it first".into(),
+                ));
             }
             experiment.updated_at = now;
             super::put_experiment(txn, &org, &experiment)?;
@@ -332,7 +350,7 @@ async fn patch_experiment(
                 &actor,
                 "experiment.updated",
                 Some(&key),
-                json!({"active": experiment.active}),
+                json!({"active": experiment.active, "archived": experiment.archived}),
                 now,
             )?;
             Ok::<_, ApiError>(experiment)

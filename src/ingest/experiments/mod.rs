@@ -6,6 +6,7 @@
 //! store, never cached past a commit); the ETag is a digest of the rendered bytes, so it
 //! changes exactly when the document does; a visitor counts once per experiment, variant and
 //! UTC day, decided inside the write transaction so concurrent batches cannot double-count.
+//! An archived experiment is off and absent from `ab-config`; its counts stay readable.
 
 pub mod api;
 pub mod model;
@@ -130,6 +131,7 @@ pub fn ab_config(txn: &impl ReadTxn, org: &OrgId) -> Result<AbConfig, StoreError
         .collect();
     let experiments = experiments_of(txn, org)?
         .into_iter()
+        .filter(|e| !e.archived)
         .map(|e| AbExperiment {
             key: e.key,
             active: e.active,

@@ -35,6 +35,10 @@ pub struct Experiment {
     pub active: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// Finished: off, left out of `ab-config`, its results kept (deleting removes them).
+    /// Absent in experiments stored before archiving existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 impl Record for Experiment {

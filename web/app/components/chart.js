@@ -52,11 +52,24 @@ function markerPlugin(markers, setHover) {
   };
 }
 
+// Line colours of charts with several series (`lines`), in order; each also has its label in
+// the legend, so no line is told apart by colour alone.
+const LINE_COLOURS = ["#3056d3", "#b45309", "#b91c1c", "#047857"];
+
+/** uPlot series: one filled series of `counts`, or one line per entry of `lines`. */
+function seriesOf(counts, lines, seriesLabel) {
+  if (!lines) return [[{ label: seriesLabel, stroke: "#3056d3", fill: "rgba(48,86,211,0.12)", width: 1.5 }], [counts]];
+  const options = lines.map((line, index) => ({ label: line.label, stroke: LINE_COLOURS[index % LINE_COLOURS.length], width: 1.5, spanGaps: false,
+    points: { show: true, size: 5 } }));
+  return [options, lines.map((line) => line.values)];
+}
+
 /**
- * `times` in ms, `counts` numbers, `markers` [{at (ms), label}]. `label` names the chart for
- * assistive technology; a table of the same data stays available beside it.
+ * `times` in ms, `counts` numbers, `markers` [{at (ms), label}]. With `lines` ([{label, values}],
+ * values may be null for gaps) it draws one line per entry instead of `counts`. `label` names
+ * the chart for assistive technology; a table of the same data stays available beside it.
  */
-export function TimeChart({ times, counts, markers = [], label, height = 180, seriesLabel = "events" }) {
+export function TimeChart({ times, counts, lines, markers = [], label, height = 180, seriesLabel = "events" }) {
   const box = useRef(null);
   const [hover, setHover] = useState(null);
   useEffect(() => {
@@ -65,19 +78,20 @@ export function TimeChart({ times, counts, markers = [], label, height = 180, se
     loadLibrary().then((uPlot) => {
       if (gone || !box.current) return;
       const width = box.current.clientWidth || 600;
+      const [options, values] = seriesOf(counts, lines, seriesLabel);
       plot = new uPlot({
         width, height,
         scales: { x: { time: true } },
         axes: [{}, { size: 48 }],
         legend: { show: true },
         plugins: [markerPlugin(markers, setHover)],
-        series: [{}, { label: seriesLabel, stroke: "#3056d3", fill: "rgba(48,86,211,0.12)", width: 1.5 }],
-      }, [times.map((t) => t / 1000), counts], box.current);
+        series: [{}, ...options],
+      }, [times.map((t) => t / 1000), ...values], box.current);
     });
     const resize = () => plot && box.current && plot.setSize({ width: box.current.clientWidth, height });
     window.addEventListener("resize", resize);
     return () => { gone = true; window.removeEventListener("resize", resize); if (plot) plot.destroy(); };
-  }, [times, counts, markers]);
+  }, [times, counts, lines, markers]);
   return html`<figure class="chart">
     <div ref=${box} role="img" aria-label=${label}></div>
     <figcaption class="meta">${hover ? `Deployment ${hover.label}` : label}</figcaption>
