@@ -1,5 +1,5 @@
 //! Sessions in the browser: a session the SDK reported is listed, opens on its own page with
-//! the error it met (linked to its error group) and its trace, and that link leads to the group.
+//! the error it met (linked to its error group) and its trace (linked to its waterfall), and both links lead there.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -42,11 +42,16 @@ fn a_session_is_listed_and_opens_with_its_error() {
     page.click_role("link", "visit-7");
     page.wait(&Query::heading(1, "Session visit-7"));
     page.wait_role("link", BUNDLE_TITLE);
-    page.wait_text("GET /api/cart");
+    page.wait_role("link", "GET /api/cart");
     page.check_accessibility();
     page.screenshot("session");
 
     page.click_role("link", BUNDLE_TITLE);
     page.wait(&Query::heading(1, BUNDLE_TITLE));
     assert!(page.path().starts_with("/errors/grp_"), "{}", page.path());
+
+    // The session's trace opens as its waterfall.
+    page.goto("/sessions/visit-7");
+    page.click_role("link", "GET /api/cart");
+    page.wait(&Query::heading(1, "Trace 4bf92f3577b34da6a3ce929d0e0e4736"));
 }

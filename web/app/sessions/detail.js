@@ -26,7 +26,7 @@ function Traces({ traces }) {
   return html`<table><thead><tr><th scope="col">Trace</th><th scope="col">Started</th><th scope="col" class="number">Duration</th>
     <th scope="col" class="number">Spans</th><th scope="col">Status</th></tr></thead>
     <tbody>${traces.map((trace) => html`<tr key=${trace.trace_id}>
-      <td>${trace.name}<div class="meta mono">${trace.trace_id}</div></td>
+      <td><a href=${`/performance/traces/${trace.trace_id}`}>${trace.name}</a><div class="meta mono">${trace.trace_id}</div></td>
       <td><${Time} at=${trace.started_at} /></td>
       <td class="number">${duration(trace.duration_ms)}</td>
       <td class="number">${trace.span_count}</td>
