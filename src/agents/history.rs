@@ -39,8 +39,9 @@ pub struct MetricPointResponse {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MetricHistory {
-    /// Oldest first, at most one per minute; minutes without a heartbeat have no point.
-    pub items: Vec<MetricPointResponse>,
+    /// Oldest first, at most one per minute (1,440 in 24 hours, so never paged); minutes
+    /// without a heartbeat have no point.
+    pub points: Vec<MetricPointResponse>,
     pub from: String,
     pub to: String,
     /// The history's resolution: 60.
@@ -84,7 +85,7 @@ async fn metric_history(
         .read(move |txn| db::metric_points(txn, &agent.org_id, &agent.id, from, to))
         .await?;
     Ok(Json(MetricHistory {
-        items: points.into_iter().map(point_view).collect(),
+        points: points.into_iter().map(point_view).collect(),
         from: from.to_rfc3339(),
         to: to.to_rfc3339(),
         step_seconds: model::METRIC_STEP.as_secs(),

@@ -2,10 +2,11 @@
 //! enrolment token made in the UI (its secret shown once) enrols the agent, which the list
 //! shows online and whose page charts its metrics; an admin (not the only owner) runs a command
 //! in the terminal and reads its output from xterm's rows, then the owner demotes that admin
-//! through the API and the terminal says that access was revoked. A viewer sees no terminal.
+//! through the API and the terminal says that access was revoked; the token revoked in the UI
+//! disconnects the agent. A viewer sees no terminal, and Escape then Tab leaves the terminal.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -162,6 +163,21 @@ fn an_agent_enrolled_in_the_ui_runs_a_terminal_until_its_admin_is_demoted() {
     });
     admin.check_accessibility();
     admin.screenshot("terminal");
+    // Tab belongs to the shell; Escape then Tab moves the focus out of the terminal.
+    let in_terminal = "!!document.activeElement.closest('.xterm')";
+    admin.press("Tab");
+    assert_eq!(
+        admin.eval(in_terminal),
+        json!(true),
+        "Tab left the terminal"
+    );
+    admin.press("Escape");
+    admin.press("Tab");
+    assert_eq!(
+        admin.eval(in_terminal),
+        json!(false),
+        "Escape, Tab kept the focus"
+    );
 
     // The owner demotes the admin: the terminal closes and says why, without a reconnect.
     let path = format!("/api/v1/orgs/me/members/{}", member_id(&api, ADMIN));
@@ -173,5 +189,21 @@ fn an_agent_enrolled_in_the_ui_runs_a_terminal_until_its_admin_is_demoted() {
     assert!(demoted.status().is_success(), "{:?}", demoted.text());
     admin.wait_text("Your access was revoked");
     assert_eq!(count(&admin, &Query::role("button", "Reconnect")), 0);
-    std::thread::sleep(Duration::from_millis(100));
+
+    // The owner revokes the token, after confirming: the agent is disconnected at once.
+    page.goto("/agents");
+    // Both tables first: the agents' one, drawn above, would move the button under the click.
+    page.wait_role("link", TOKEN_NAME);
+    page.click_role("button", &format!("Revoke {TOKEN_NAME}"));
+    page.wait(&Query::heading(2, &format!("Revoke {TOKEN_NAME}?")));
+    page.click_role("button", "Revoke token");
+    wait_until("the token to show as revoked", || {
+        count(
+            &page,
+            &Query::role("button", &format!("Revoke {TOKEN_NAME}")),
+        ) == 0
+    });
+    wait_until("the agent to be offline", || {
+        api.get("/api/v1/agents")["items"][0]["status"] == "offline"
+    });
 }

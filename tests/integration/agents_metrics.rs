@@ -24,25 +24,28 @@ fn heartbeats_become_a_metric_history_that_viewers_read() {
         let reply = viewer.get(&server, &path);
         assert_eq!(reply.status, 200, "{}", text(&reply.body));
         let body = reply.json();
-        (!body["items"].as_array().unwrap().is_empty()).then_some(body)
+        (!body["points"].as_array().unwrap().is_empty()).then_some(body)
     });
     assert_eq!(history["step_seconds"], 60, "{history}");
-    let point = &history["items"][0];
+    let point = &history["points"][0];
     assert!(point["at"].as_str().unwrap().ends_with('Z'), "{point}");
     assert!(point["memory_total_bytes"].as_u64().unwrap() > 0, "{point}");
     assert!(point["disk_total_bytes"].as_u64().unwrap() > 0, "{point}");
     assert!(point["load1"].is_number(), "{point}");
     // One point per minute: heartbeats of the same minute replace each other.
-    assert!(history["items"].as_array().unwrap().len() <= 2, "{history}");
+    assert!(
+        history["points"].as_array().unwrap().len() <= 2,
+        "{history}"
+    );
 
     // A window that ended before the agent existed is empty; one reaching past 24 hours back
     // is cut to the history kept.
     let past = viewer.get(&server, &format!("{path}?from=0&to=1000"));
     assert_eq!(past.status, 200, "{}", text(&past.body));
-    assert_eq!(past.json()["items"], serde_json::json!([]));
+    assert_eq!(past.json()["points"], serde_json::json!([]));
     let wide = viewer.get(&server, &format!("{path}?from=0")).json();
     assert_ne!(wide["from"], "1970-01-01T00:00:00.000Z", "{wide}");
-    assert!(!wide["items"].as_array().unwrap().is_empty(), "{wide}");
+    assert!(!wide["points"].as_array().unwrap().is_empty(), "{wide}");
 
     for bad in ["from=yesterday", "from=5000&to=1000", "from=1&from=2"] {
         let reply = viewer.get(&server, &format!("{path}?{bad}"));

@@ -41,7 +41,7 @@ function MetricChart({ points, span, title, series, pick }) {
 }
 
 function Metrics({ history }) {
-  const points = (history.data && history.data.items) || [];
+  const points = (history.data && history.data.points) || [];
   const span = history.data && { from: Date.parse(history.data.from), to: Math.min(Date.parse(history.data.to), Date.now()) };
   return html`<div>
     <${LoadProblem} problem=${history.problem} retry=${history.reload} />
