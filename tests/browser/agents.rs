@@ -123,6 +123,22 @@ fn an_agent_enrolled_in_the_ui_runs_a_terminal_until_its_admin_is_demoted() {
     page.wait_text("No terminal was opened on this agent yet.");
     page.check_accessibility();
     page.screenshot("agent");
+    // Reached by an in-app navigation, the terminal page loads itself again to get its own
+    // style policy: xterm draws without a single CSP report (any would fail the next look-up).
+    let terminal_path = format!("/agents/{agent_id}/terminal");
+    page.eval(&format!(
+        "history.pushState(null, '', '{terminal_path}'); dispatchEvent(new PopStateEvent('popstate'))"
+    ));
+    page.wait_text(&format!(
+        "Connected to {}.",
+        agent["hostname"].as_str().unwrap()
+    ));
+    assert_eq!(
+        page.eval("performance.getEntriesByType('navigation')[0].name.endsWith('/terminal')"),
+        json!(true)
+    );
+    page.goto(&format!("/agents/{agent_id}"));
+    page.wait(&Query::heading(1, &format!("Agent: {TOKEN_NAME}")));
 
     // A viewer reads the agent but sees no terminal, no sessions and no tokens.
     let viewer = Page::open(&server);
