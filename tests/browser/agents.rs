@@ -177,6 +177,21 @@ fn an_agent_enrolled_in_the_ui_runs_a_terminal_until_its_admin_is_demoted() {
     wait_until("the command's output on the terminal", || {
         screen(&admin).contains(&marker)
     });
+    // The shell's terminal has the size of the box on screen, not the 80×24 it starts at.
+    admin.fill_label("Terminal input", "stty size");
+    admin.press("Enter");
+    let rows = admin.eval("document.querySelector('.xterm-rows').childElementCount");
+    let mut size = (0, 0);
+    wait_until("the terminal size from stty", || {
+        let found = screen(&admin).lines().find_map(|line| {
+            let (rows, cols) = line.trim().split_once(' ')?;
+            Some((rows.parse::<u64>().ok()?, cols.parse::<u64>().ok()?))
+        });
+        size = found.unwrap_or_default();
+        found.is_some()
+    });
+    assert_eq!(json!(size.0), rows, "stty rows");
+    assert!(size.1 > 80, "stty columns {size:?}");
     admin.check_accessibility();
     admin.screenshot("terminal");
     // Tab belongs to the shell; Escape then Tab moves the focus out of the terminal.
