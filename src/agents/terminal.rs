@@ -11,7 +11,8 @@
 //! ticket was minted), and a running terminal closes as soon as that user is logged out
 //! everywhere (`access::AccessWatch`). Every session is audited when it starts
 //! and when it ends (who, agent, duration, bytes each way, why), and its `ShellSession` row is
-//! written in those same two transactions, so the session list and the audit log agree.
+//! written in those same two transactions, so the session list and the audit log agree. How a
+//! session ended, and what its close frame tells the browser, is `ending::TerminalEnd`.
 
 use std::time::Instant;
 
