@@ -325,18 +325,25 @@ async fn on_message(
     }
 }
 
-/// Stores the heartbeat's figures and the time it arrived.
+/// Stores the heartbeat's figures and the time it arrived, and the figures as the history point
+/// of this minute.
 async fn record_heartbeat(
     agents: &Agents,
     agent: &mut Agent,
     metrics: HostMetrics,
 ) -> Result<(), Refusal> {
-    agent.last_seen = agents.clock().now();
-    agent.metrics = Some(metrics);
+    let now = agents.clock().now();
+    agent.last_seen = now;
+    agent.metrics = Some(metrics.clone());
     let stored = agent.clone();
+    let point = model::MetricPoint { at: now, metrics };
+    let keep_from = model::metric_history_start(now);
     if let Err(error) = agents
         .store()
-        .write(move |txn| db::put_agent(txn, &stored))
+        .write(move |txn| {
+            db::put_agent(txn, &stored)?;
+            db::record_metric_point(txn, &stored.org_id, &stored.id, &point, keep_from)
+        })
         .await
     {
         // The agent is still connected; the next heartbeat tries again.

@@ -4,12 +4,15 @@
 //! Invariants: a token has one row in `ENROLMENT_TOKENS` and one in `ENROLMENT_TOKEN_DIGESTS`,
 //! written together; an agent has one row in `AGENTS` and one in `AGENT_IDENTITIES`; a shell
 //! ticket leaves the store in the transaction that redeems it, whatever the outcome; a shell
-//! session row is written in the same transactions as its start and end audit events.
+//! session row is written in the same transactions as its start and end audit events; an agent's
+//! metric history holds one point per minute, and a write prunes that agent's points before
+//! `keep_from`.
 
 use redb::WriteTransaction;
 
 use super::model::{
-    Agent, AgentId, EnrolmentToken, EnrolmentTokenId, ShellSession, ShellSessionId, ShellTicket,
+    Agent, AgentId, EnrolmentToken, EnrolmentTokenId, MetricPoint, ShellSession, ShellSessionId,
+    ShellTicket,
 };
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
@@ -22,6 +25,7 @@ const AGENTS: RecordTable<Agent> = RecordTable::new(tables::AGENTS);
 const IDENTITIES: IndexTable = IndexTable::new(tables::AGENT_IDENTITIES);
 const TICKETS: RecordTable<ShellTicket> = RecordTable::new(tables::SHELL_TICKETS);
 const SESSIONS: RecordTable<ShellSession> = RecordTable::new(tables::SHELL_SESSIONS);
+const METRICS: RecordTable<MetricPoint> = RecordTable::new(tables::AGENT_METRICS);
 
 pub fn insert_token(
     txn: &WriteTransaction,
@@ -183,4 +187,52 @@ pub fn shell_sessions_newest_first(
         sessions.push(crate::store::codec::decode::<ShellSession>(value.value())?);
     }
     Ok(sessions)
+}
+
+/// The key of an agent's metric point at `at` (already a step start): 20-digit milliseconds, so
+/// key order under one agent is time order.
+fn metric_key(org: &OrgId, agent: &AgentId, at: Timestamp) -> String {
+    let owner = composite_key(org.as_str(), agent.as_str());
+    composite_key(&owner, &format!("{:020}", at.0.max(0)))
+}
+
+/// Stores `point` as the figures of its minute (a later heartbeat of the same minute replaces
+/// it) and removes the agent's points from before `keep_from`.
+pub fn record_metric_point(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    agent: &AgentId,
+    point: &MetricPoint,
+    keep_from: Timestamp,
+) -> Result<(), StoreError> {
+    let at = super::model::metric_step_start(point.at);
+    METRICS.insert(txn, &metric_key(org, agent, at), point)?;
+    let (first, stale_end) = (
+        metric_key(org, agent, Timestamp(0)),
+        metric_key(org, agent, keep_from),
+    );
+    let mut table = txn.open_table(METRICS.definition())?;
+    table.retain_in::<&str, _>(first.as_str()..stale_end.as_str(), |_, _| false)?;
+    Ok(())
+}
+
+/// The agent's metric points with `from <= at < to`, oldest first.
+pub fn metric_points(
+    txn: &redb::ReadTransaction,
+    org: &OrgId,
+    agent: &AgentId,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<Vec<MetricPoint>, StoreError> {
+    let (start, end) = (metric_key(org, agent, from), metric_key(org, agent, to));
+    if start >= end {
+        return Ok(Vec::new());
+    }
+    let table = txn.open_table(METRICS.definition())?;
+    let mut points = Vec::new();
+    for entry in table.range::<&str>(start.as_str()..end.as_str())? {
+        let (_, value) = entry?;
+        points.push(crate::store::codec::decode::<MetricPoint>(value.value())?);
+    }
+    Ok(points)
 }

@@ -38,7 +38,10 @@ pub enum ToAgent {
 pub enum ShellEvent {
     Opened,
     Data(Vec<u8>),
+    /// The shell ended on the agent, in the agent's words.
     Closed(String),
+    /// The agent's connection ended (or was replaced) under the session.
+    AgentGone(String),
 }
 
 /// Why a terminal cannot start.
@@ -116,7 +119,7 @@ impl AgentHub {
         if let Some(link) = links.remove(agent) {
             drop(links);
             for (_, session) in link.sessions {
-                let _ = session.try_send(ShellEvent::Closed("the agent disconnected".into()));
+                let _ = session.try_send(ShellEvent::AgentGone("the agent disconnected".into()));
             }
         }
     }
@@ -179,7 +182,7 @@ impl AgentHub {
 fn close_link(link: Link, reason: &'static str) {
     let _ = link.outbox.try_send(ToAgent::Disconnect(reason));
     for (_, session) in link.sessions {
-        let _ = session.try_send(ShellEvent::Closed(reason.to_string()));
+        let _ = session.try_send(ShellEvent::AgentGone(reason.to_string()));
     }
 }
 

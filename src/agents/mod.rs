@@ -10,6 +10,8 @@ pub mod access;
 pub mod api;
 pub mod connect;
 pub mod db;
+pub mod ending;
+pub mod history;
 pub mod host;
 pub mod hub;
 pub mod model;

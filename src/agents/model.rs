@@ -37,6 +37,10 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(45);
 /// How long a shell ticket may wait before it is redeemed.
 pub const TICKET_LIFETIME: Duration = Duration::from_secs(30);
+/// How far back an agent's host metric history reaches; older points are pruned.
+pub const METRIC_HISTORY: Duration = Duration::from_secs(24 * 3600);
+/// The history keeps one point per step: the last heartbeat of each minute.
+pub const METRIC_STEP: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnrolmentToken {
@@ -75,6 +79,28 @@ pub struct Agent {
 
 impl Record for Agent {
     const KIND: &'static str = "agent";
+}
+
+/// One point of an agent's host metric history: the figures of its last heartbeat in a minute.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricPoint {
+    pub at: Timestamp,
+    pub metrics: HostMetrics,
+}
+
+impl Record for MetricPoint {
+    const KIND: &'static str = "agent_metric_point";
+}
+
+/// The start of the history step (minute) holding `at`.
+pub fn metric_step_start(at: Timestamp) -> Timestamp {
+    let step = METRIC_STEP.as_millis() as i64;
+    Timestamp(at.0 - at.0.rem_euclid(step))
+}
+
+/// The oldest time the history keeps at `now`.
+pub fn metric_history_start(now: Timestamp) -> Timestamp {
+    Timestamp(now.0.saturating_sub(METRIC_HISTORY.as_millis() as i64))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -215,6 +241,14 @@ mod tests {
         }
         let minted = ticket(&AgentId::generate(), 30_000);
         assert_eq!(minted.issued_at(), Timestamp(0));
+    }
+
+    #[test]
+    fn metric_points_fall_in_minutes_and_age_out_after_a_day() {
+        assert_eq!(metric_step_start(Timestamp(119_999)), Timestamp(60_000));
+        assert_eq!(metric_step_start(Timestamp(120_000)), Timestamp(120_000));
+        let day = 24 * 3_600_000;
+        assert_eq!(metric_history_start(Timestamp(day + 5)), Timestamp(5));
     }
 
     #[test]

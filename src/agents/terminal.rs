@@ -11,7 +11,8 @@
 //! ticket was minted), and a running terminal closes as soon as that user is logged out
 //! everywhere (`access::AccessWatch`). Every session is audited when it starts
 //! and when it ends (who, agent, duration, bytes each way, why), and its `ShellSession` row is
-//! written in those same two transactions, so the session list and the audit log agree.
+//! written in those same two transactions, so the session list and the audit log agree. How a
+//! session ended, and what its close frame tells the browser, is `ending::TerminalEnd`.
 
 use std::time::Instant;
 
@@ -27,8 +28,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::access::{self, AccessWatch, Subscription};
-use super::hub::{OpenRefusal, ShellEvent, ToAgent};
+use super::access::{AccessWatch, Subscription};
+use super::ending::TerminalEnd;
+use super::hub::{ShellEvent, ToAgent};
 use super::model::{self, Agent, AgentId, ShellSession, ShellSessionId, ShellTicket};
 use super::protocol::{self, ServerMessage, TerminalControl};
 use super::{Agents, db};
@@ -244,11 +246,7 @@ async fn serve_terminal(
     let link = match agents.hub().open_session(&agent.id) {
         Ok(link) => link,
         Err(refusal) => {
-            let code = match refusal {
-                OpenRefusal::Offline => 4404,
-                OpenRefusal::ShellDisabled => 4403,
-            };
-            close(&mut socket, code, &refusal.to_string()).await;
+            close(&mut socket, &TerminalEnd::from(refusal)).await;
             return;
         }
     };
@@ -261,7 +259,7 @@ async fn serve_terminal(
         // A session that cannot be audited does not run.
         tracing::warn!(%error, "cannot audit a shell session; refusing it");
         agents.hub().end_session(&agent.id, session);
-        close(&mut socket, 1011, "the server cannot record this session").await;
+        close(&mut socket, &TerminalEnd::NotRecorded).await;
         return;
     }
     let open = ServerMessage::ShellOpen {
@@ -270,11 +268,13 @@ async fn serve_terminal(
         rows: 24,
     };
     let mut traffic = Traffic::default();
-    let reason = if link.to_agent.send(ToAgent::Control(open)).await.is_err() {
-        "the agent disconnected".to_string()
+    let end = if link.to_agent.send(ToAgent::Control(open)).await.is_err() {
+        TerminalEnd::AgentGone("the agent disconnected".to_string())
     } else {
         relay(&agents, link, watch, &mut socket, &mut traffic).await
     };
+    close(&mut socket, &end).await;
+    let reason = end.recorded_reason();
     agents.hub().end_session(&agent.id, session);
     record.ended_at = Some(agents.clock().now());
     record.bytes_to_shell = traffic.to_shell;
@@ -295,22 +295,23 @@ async fn serve_terminal(
     }
 }
 
-/// Relays until the browser or the shell ends; returns why.
+/// Relays until the browser or the shell ends; returns why (the caller closes the websocket).
 async fn relay(
     agents: &Agents,
     mut link: super::hub::SessionLink,
     mut watch: AccessWatch,
     socket: &mut WebSocket,
     traffic: &mut Traffic,
-) -> String {
+) -> TerminalEnd {
     let session = link.session;
     let to_agent = link.to_agent.clone();
-    let reason = loop {
+    let agent_gone = || TerminalEnd::AgentGone("the agent disconnected".to_string());
+    let end = loop {
         tokio::select! {
             frame = socket.recv() => {
                 let message = match frame {
                     Some(Ok(message)) => message,
-                    Some(Err(_)) | None => break "the browser disconnected".to_string(),
+                    Some(Err(_)) | None => break TerminalEnd::BrowserLeft("the browser disconnected"),
                 };
                 let queued = match message {
                     Message::Binary(bytes) => {
@@ -321,17 +322,14 @@ async fn relay(
                         Ok(TerminalControl::Resize { cols, rows }) if protocol::valid_size(cols, rows) => {
                             ToAgent::Control(ServerMessage::ShellResize { session, cols, rows })
                         }
-                        _ => {
-                            close(socket, 1008, "text frames must be JSON control messages").await;
-                            break "unreadable control message".to_string();
-                        }
+                        _ => break TerminalEnd::BadControl,
                     },
                     Message::Ping(_) | Message::Pong(_) => continue,
-                    Message::Close(_) => break "the browser closed the terminal".to_string(),
+                    Message::Close(_) => break TerminalEnd::BrowserLeft("the browser closed the terminal"),
                 };
                 // Waits while the agent's queue is full: back-pressure to the browser.
                 if to_agent.send(queued).await.is_err() {
-                    break "the agent disconnected".to_string();
+                    break agent_gone();
                 }
             }
             event = link.events.recv() => match event {
@@ -339,29 +337,21 @@ async fn relay(
                 Some(ShellEvent::Data(bytes)) => {
                     traffic.from_shell += bytes.len() as u64;
                     if socket.send(Message::Binary(bytes.into())).await.is_err() {
-                        break "the browser disconnected".to_string();
+                        break TerminalEnd::BrowserLeft("the browser disconnected");
                     }
                 }
-                Some(ShellEvent::Closed(reason)) => {
-                    close(socket, 1000, &reason).await;
-                    return reason;
-                }
-                None => break "the agent disconnected".to_string(),
+                // The agent already ended this shell: nothing to tell it.
+                Some(ShellEvent::Closed(reason)) => return TerminalEnd::ShellExited(reason),
+                Some(ShellEvent::AgentGone(reason)) => return TerminalEnd::AgentGone(reason),
+                None => break agent_gone(),
             },
-            () = watch.revoked() => {
-                let reason = access::ACCESS_REVOKED_CLOSE_REASON;
-                close(socket, access::ACCESS_REVOKED_CLOSE_CODE, reason).await;
-                break access::ACCESS_REVOKED.to_string();
-            }
-            () = agents.stopped() => {
-                close(socket, 1001, "the server is shutting down").await;
-                break "the server is shutting down".to_string();
-            }
+            () = watch.revoked() => break TerminalEnd::AccessRevoked,
+            () = agents.stopped() => break TerminalEnd::ServerStopping,
         }
     };
     // The shell outlives no terminal: tell the agent to end it.
     let _ = to_agent.try_send(ToAgent::Control(ServerMessage::ShellClose { session }));
-    reason
+    end
 }
 
 /// Writes the audit event `(action, detail)` and the session row `record` in one transaction.
@@ -391,10 +381,14 @@ async fn write_audit(
         .await
 }
 
-async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+/// Tells the browser why the terminal ended, when it is still there to hear it.
+async fn close(socket: &mut WebSocket, end: &TerminalEnd) {
+    let Some(code) = end.close_code() else {
+        return;
+    };
     let frame = CloseFrame {
         code,
-        reason: reason.to_string().into(),
+        reason: end.close_reason().into(),
     };
     let _ = socket.send(Message::Close(Some(frame))).await;
 }

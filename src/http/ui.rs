@@ -6,7 +6,9 @@
 //!   product hands out opens its page; under a machine prefix an unknown path is a 404 problem,
 //!   so API clients never receive HTML by accident.
 //! - Every UI response carries the same strict Content-Security-Policy: scripts only from this
-//!   origin plus the shell's one inline import map, pinned by its SHA-256.
+//!   origin plus the shell's one inline import map, pinned by its SHA-256. The one exception is
+//!   the terminal page's document, which also allows inline styles (the emulator draws with
+//!   them); its scripts are held to the same policy.
 //! - Files are sent gzip-compressed when the client accepts it, with a strong ETag per
 //!   representation; vendored paths carry their version and are cached as immutable.
 
@@ -79,19 +81,35 @@ fn gzipped(digest: [u8; 32], data: &[u8]) -> Arc<Vec<u8>> {
 /// which `style-src` does not restrict).
 pub fn content_security_policy() -> &'static HeaderValue {
     static POLICY: OnceLock<HeaderValue> = OnceLock::new();
-    POLICY.get_or_init(|| {
-        let import_map = Assets::get("index.html")
-            .map(|file| inline_import_map(&String::from_utf8_lossy(&file.data)))
-            .unwrap_or_default();
-        let digest =
-            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(import_map.as_bytes()));
-        let policy = format!(
-            "default-src 'self'; script-src 'self' 'sha256-{digest}'; style-src 'self'; \
-             img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; \
-             base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-        );
-        HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("default-src 'none'"))
-    })
+    POLICY.get_or_init(|| policy_with_styles("'self'"))
+}
+
+/// The policy of the terminal page's document (`/agents/{id}/terminal`): the same, but for
+/// inline styles, which the terminal emulator writes into `<style>` elements and `style`
+/// attributes as it draws (its colours, fonts and cell sizes). Scripts stay as strict.
+pub fn terminal_page_policy() -> &'static HeaderValue {
+    static POLICY: OnceLock<HeaderValue> = OnceLock::new();
+    POLICY.get_or_init(|| policy_with_styles("'self' 'unsafe-inline'"))
+}
+
+fn policy_with_styles(style_src: &str) -> HeaderValue {
+    let import_map = Assets::get("index.html")
+        .map(|file| inline_import_map(&String::from_utf8_lossy(&file.data)))
+        .unwrap_or_default();
+    let digest =
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(import_map.as_bytes()));
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'sha256-{digest}'; style-src {style_src}; \
+         img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; \
+         base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    );
+    HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("default-src 'none'"))
+}
+
+/// Whether `path` is the terminal page, `/agents/{id}/terminal`.
+fn is_terminal_page(path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(parts.as_slice(), ["agents", id, "terminal"] if !id.is_empty())
 }
 
 /// The text of the shell's `<script type="importmap">` element, exactly as the browser hashes it.
@@ -228,7 +246,14 @@ pub async fn fallback(method: Method, uri: Uri, request: HeaderMap) -> Response 
     if machine || !page_method {
         return ApiError::new(ErrorCode::NotFound, "no resource at this path").into_response();
     }
-    serve_file("index.html", Caching::Revalidate, &request)
+    let mut response = serve_file("index.html", Caching::Revalidate, &request);
+    if is_terminal_page(path) {
+        response.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            terminal_page_policy().clone(),
+        );
+    }
+    response
 }
 
 #[cfg(test)]
@@ -240,6 +265,30 @@ mod tests {
         let html = "<head><script type=\"importmap\">{\n \"imports\": {}\n}</script></head>";
         assert_eq!(inline_import_map(html), "{\n \"imports\": {}\n}");
         assert_eq!(inline_import_map("<head></head>"), "");
+    }
+
+    #[test]
+    fn only_the_terminal_page_allows_inline_styles() {
+        assert!(is_terminal_page("/agents/agt_1/terminal"));
+        for other in [
+            "/agents",
+            "/agents/agt_1",
+            "/agents//terminal",
+            "/x/agents/a/terminal",
+        ] {
+            assert!(!is_terminal_page(other), "{other}");
+        }
+        let strict = content_security_policy().to_str().unwrap();
+        let terminal = terminal_page_policy().to_str().unwrap();
+        assert!(strict.contains("style-src 'self';"), "{strict}");
+        assert!(
+            terminal.contains("style-src 'self' 'unsafe-inline';"),
+            "{terminal}"
+        );
+        assert_eq!(
+            strict.replace("style-src 'self';", ""),
+            terminal.replace("style-src 'self' 'unsafe-inline';", "")
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 13;
+pub const CURRENT_VERSION: u32 = 14;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -98,6 +98,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 13,
         description: "session spans index",
         apply: create_session_spans_table,
+    },
+    Migration {
+        version: 14,
+        description: "agent metric history",
+        apply: create_agent_metrics_table,
     },
 ];
 
@@ -364,6 +369,11 @@ fn create_alert_rule_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
 
 fn create_session_spans_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(IndexTable::new(tables::SESSION_SPANS).definition())?;
+    Ok(())
+}
+
+fn create_agent_metrics_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::AGENT_METRICS))?;
     Ok(())
 }
 

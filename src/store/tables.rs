@@ -146,6 +146,7 @@ pub const ALL: &[TableSpec] = &[
     bytes(RULE_STATES),
     bytes(SPIKE_STATES),
     text(SESSION_SPANS),
+    bytes(AGENT_METRICS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -272,6 +273,12 @@ pub const SPIKE_STATES: &str = "orgid_spikestate";
 /// `{org_id}/{session id}/{trace_id}/{span_id}` -> the span's start (ms, 20 digits): the spans
 /// that carry a `session_id`, for a session's traces.
 pub const SESSION_SPANS: &str = "orgid_sessionid_traceid_spanid";
+
+// Host metric history of agents (schema 14).
+
+/// `{org_id}/{agent_id}/{minute, ms since epoch, 20 digits}` -> the last heartbeat's figures of
+/// that minute; kept 24 hours.
+pub const AGENT_METRICS: &str = "orgid_agentid_minute_metrics";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -121,7 +121,7 @@ impl<'a> ApiSession<'a> {
         }
     }
 
-    fn call(&self, method: Method, path: &str) -> reqwest::blocking::RequestBuilder {
+    pub fn call(&self, method: Method, path: &str) -> reqwest::blocking::RequestBuilder {
         http()
             .request(method, self.server.url(path))
             .header("cookie", format!("lookout_session={}", self.cookie))

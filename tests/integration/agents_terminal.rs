@@ -231,6 +231,48 @@ fn no_shell_agents_refuse_terminals_and_viewers_cannot_mint_tickets() {
 }
 
 #[test]
+fn a_terminal_hears_in_its_close_frame_how_it_ended() {
+    let (server, session) = server_with_owner();
+    let (mut process, agent) = online_agent(&server, &session, "web-1", &[]);
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    let open =
+        |url: String| async move { open_websocket(&url, None, None).await.expect("terminal") };
+    let runtime = runtime();
+    let url = || {
+        ticket(&server, &session, &agent_id)["url"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let ended_with = |(code, reason): (u16, String), expected: u16, word: &str| {
+        assert_eq!(code, expected, "{reason}");
+        assert!(reason.starts_with(&format!("{word}: ")), "{reason}");
+    };
+    // The shell exits: 1000, `shell_exited`. (Tickets are minted outside the runtime.)
+    let first = url();
+    let closed = runtime.block_on(async {
+        let mut terminal = open(first).await;
+        type_bytes(&mut terminal, "exit\n").await;
+        read_close(&mut terminal).await
+    });
+    ended_with(closed, 1000, "shell_exited");
+    // The agent dies under a running terminal: 4410, `agent_gone`, not a shell exit.
+    let second = url();
+    let closed = runtime.block_on(async {
+        let mut terminal = open(second).await;
+        type_bytes(&mut terminal, "echo ready\n").await;
+        read_until(&mut terminal, "ready").await;
+        process.kill9();
+        read_close(&mut terminal).await
+    });
+    ended_with(closed, 4410, "agent_gone");
+    // It is offline now: 4404, `agent_offline`.
+    let third = url();
+    let closed = runtime.block_on(async { read_close(&mut open(third).await).await });
+    ended_with(closed, 4404, "agent_offline");
+}
+
+#[test]
 fn a_ticket_opens_nothing_once_its_user_lost_the_rights_it_was_minted_with() {
     let (server, owner) = server_with_owner();
     let (_process, agent) = online_agent(&server, &owner, "web-1", &[]);

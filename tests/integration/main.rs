@@ -3,6 +3,7 @@
 
 mod agents_connect;
 mod agents_lifecycle;
+mod agents_metrics;
 mod agents_support;
 mod agents_terminal;
 mod alerting_alerts;

@@ -47,6 +47,36 @@ fn the_shell_carries_a_strict_csp_nosniff_and_a_referrer_policy() {
 }
 
 #[test]
+fn only_the_terminal_page_allows_inline_styles_and_its_scripts_stay_strict() {
+    let server = TestServer::start();
+    let directive = |path: &str, name: &str| {
+        let reply = get(&server, path, &[]);
+        assert_eq!(reply.status, 200, "{path}");
+        let csp = reply.header("content-security-policy").to_string();
+        let found = csp.split(';').map(str::trim).find(|d| d.starts_with(name));
+        found
+            .unwrap_or_else(|| panic!("{path}: no {name} in {csp}"))
+            .to_string()
+    };
+    for path in ["/", "/agents", "/agents/agt_1"] {
+        assert_eq!(directive(path, "style-src "), "style-src 'self'", "{path}");
+    }
+    let terminal = "/agents/agt_1/terminal";
+    assert_eq!(
+        directive(terminal, "style-src "),
+        "style-src 'self' 'unsafe-inline'"
+    );
+    assert_eq!(
+        directive(terminal, "script-src "),
+        directive("/", "script-src ")
+    );
+    assert_eq!(
+        directive(terminal, "connect-src "),
+        directive("/", "connect-src ")
+    );
+}
+
+#[test]
 fn app_files_are_gzipped_with_a_strong_etag_and_answer_304_when_unchanged() {
     let server = TestServer::start();
     let plain = get(&server, "/assets/main.js", &[]);
