@@ -46,6 +46,7 @@ mod ingest_support;
 mod lifecycle;
 mod lists;
 mod packaging;
+mod settings_api;
 mod setup;
 mod tidy;
 mod ui_serving;
