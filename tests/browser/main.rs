@@ -13,6 +13,7 @@ mod harness_checks;
 mod overview;
 mod page;
 mod sessions;
+mod settings;
 mod sign_in;
 mod support;
 mod ui_security;
