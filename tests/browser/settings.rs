@@ -72,8 +72,10 @@ fn an_api_key_made_in_the_ui_is_shown_once_works_with_curl_and_shows_its_use() {
     );
     page.check_accessibility();
     page.click_role("button", "Done");
+    wait_until("the new key in the list", || {
+        table_rows(&page, "API keys").len() == 1
+    });
     let rows = table_rows(&page, "API keys");
-    assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0][0], "deploy script");
     assert_eq!(rows[0][4], "never", "not used yet: {rows:?}");
 
@@ -158,8 +160,11 @@ fn an_invitation_made_in_the_ui_lets_the_person_in() {
     page.wait_text("This link will not be shown again.");
     let link = page.text_of(&Query::label("Invitation link"));
     assert!(link.contains("/invite?token="), "{link}");
+    // The list is read again after the invitation: it shows up there as pending.
+    wait_until("the invitation among the pending ones", || {
+        table_rows(&page, "Pending invitations").len() == 1
+    });
     let pending = table_rows(&page, "Pending invitations");
-    assert_eq!(pending.len(), 1, "{pending:?}");
     assert!(
         pending[0][0].contains("newcomer@example.com"),
         "{pending:?}"
@@ -193,7 +198,9 @@ fn the_audit_log_filtered_by_action_shows_only_those_entries() {
     let page = owner_page(&server);
     page.goto("/settings/audit");
     page.wait(&Query::heading(1, "Audit log"));
-    wait_until("the audit log's entries", || !table_rows(&page, "Audit log").is_empty());
+    wait_until("the audit log's entries", || {
+        !table_rows(&page, "Audit log").is_empty()
+    });
     let all = table_rows(&page, "Audit log");
     assert!(all.iter().any(|row| row[2] != "api_key.created"), "{all:?}");
 

@@ -33,7 +33,7 @@ function Keys({ settings }) {
   return html`<div>
     <p>${count === 0
       ? html`<span class="pill pill-error">No key</span> No ingest key is set, so ingest refuses every request (401).`
-      : html`<span class="pill pill-ok">${count === 1 ? "1 key" : `${count} keys`}</span> ${count === 1 ? "One ingest key is" : `${count} ingest keys are`} set; any of them is accepted.`}</p>
+      : html`<span class="pill pill-ok">${count === 1 ? "1 key" : `${count} keys`}</span> ${count === 1 ? "One ingest key is set." : `${count} ingest keys are set; any of them is accepted.`}`}</p>
     <p>Requests carry a key in the <code>X-Lookout-Key</code> header. Keys are set on the server, in the environment
       (<code>WEB_INGEST_KEY</code> for one, <code>WEB_INGEST_KEYS</code> for a comma list, to rotate) or in the
       configuration file (<code>web_ingest_keys</code>), and read at start: at least 16 characters of letters,
@@ -72,7 +72,7 @@ export default function IngestPage() {
           <thead><tr><th scope="col">What</th><th scope="col">Method</th><th scope="col">URL</th><th scope="col"><span class="visually-hidden">Copy</span></th></tr></thead>
           <tbody>${ROUTES.map(([key, method, what]) => html`<tr key=${key}>
             <td>${what}</td><td class="mono">${method}</td><td class="mono url-cell">${settings.urls[key]}</td>
-            <td><${CopyButton} text=${settings.urls[key]} label=${`Copy ${what.toLowerCase()} URL`} /></td></tr>`)}</tbody>
+            <td><${CopyButton} text=${settings.urls[key]} label="Copy URL" /></td></tr>`)}</tbody>
         </table>
         <p class="meta">Built from the server's base URL, <code>${settings.base_url}</code> (<code>BASE_URL</code>).</p>
       <//>
