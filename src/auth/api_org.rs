@@ -1,6 +1,6 @@
 //! HTTP face of organisation settings (CONTRACT.md section 2, "org 2FA enforcement" and "IP
-//! allowlist"): the settings object (with the name and plan), renaming, two-factor
-//! enforcement and the IP allowlist.
+//! allowlist"): the security settings object, renaming (the name and plan are read from
+//! `GET /api/v1/auth/me`), two-factor enforcement and the IP allowlist.
 //!
 //! Invariants: both settings are read by `Caller` on every request, so a change applies from
 //! the next request on, with no session to revoke. A saved allowlist never excludes the admin
@@ -19,7 +19,7 @@ use utoipa_axum::routes;
 use super::allowlist::{self, AllowlistError};
 use super::{Admin, Auth, Viewer, audit};
 use crate::accounts;
-use crate::accounts::model::{Org, OrgId, Plan, normalize_org_name};
+use crate::accounts::model::{Org, OrgId, normalize_org_name};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 
@@ -46,9 +46,6 @@ impl From<AllowlistError> for ApiError {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OrgSettings {
-    pub name: String,
-    /// Set by the operator (`lookout org set-plan`); read only here.
-    pub plan: Plan,
     /// Members without a second factor may only enrol until they have one.
     pub two_factor_required: bool,
     /// CIDRs allowed to use the API; empty means no restriction.
@@ -84,8 +81,6 @@ pub struct PutIpAllowlist {
 
 fn settings_view(org: &Org) -> OrgSettings {
     OrgSettings {
-        name: org.name.clone(),
-        plan: org.plan,
         two_factor_required: org.two_factor_required,
         ip_allowlist: allowlist::to_strings(&org.ip_allowlist),
     }

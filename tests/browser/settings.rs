@@ -121,7 +121,11 @@ fn an_allowlist_that_would_lock_the_admin_out_asks_first() {
     page.fill_label("Organisation name", "Acme Ops");
     page.click_role("button", "Save settings");
     page.wait_text("Organisation settings saved.");
-    assert_eq!(api.get("/api/v1/orgs/me/settings")["name"], "Acme Ops");
+    assert_eq!(api.get("/api/v1/auth/me")["org"]["name"], "Acme Ops");
+    // Shown at once in the top bar and the facts strip.
+    wait_until("the new name on the page", || {
+        count(&page, &Query::text("Acme Ops")) == 2
+    });
 
     page.fill_label("Allowed networks", "192.0.2.0/24\n2001:db8::/32");
     page.click_role("button", "Save allowlist");

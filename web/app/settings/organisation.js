@@ -17,16 +17,17 @@ const PLAN = { free: "Free", enterprise: "Enterprise" };
 const TWO_FACTOR_EFFECT = "Members without a second factor can then open nothing but their profile, where they set one up; API keys follow the member who made them.";
 
 /** Keeps the signed-in view of the organisation (top bar, profile) in step with a save. */
-function noteOrg(settings) {
-  me.value = { ...me.value, org: { ...me.value.org, name: settings.name, two_factor_required: settings.two_factor_required } };
+function noteOrg(name, settings) {
+  me.value = { ...me.value, org: { ...me.value.org, name, two_factor_required: settings.two_factor_required } };
 }
 
+// The name and plan are the organisation's own (`me`); the settings object holds the rest.
 function General({ settings, onSaved }) {
-  const [name, setName] = useState(settings.name);
+  const [name, setName] = useState(me.value.org.name);
   const [required, setRequired] = useState(settings.two_factor_required);
   const form = useSubmit(async () => {
     const saved = await api("/api/v1/orgs/me/settings", { method: "PATCH", body: { name, two_factor_required: required } });
-    noteOrg(saved);
+    noteOrg(name.trim(), saved);
     onSaved(saved);
     toast("Organisation settings saved.");
   });
@@ -130,7 +131,7 @@ export default function OrganisationPage() {
     <${PageHeader} title="Organisation" />
     <${LoadProblem} problem=${loaded.problem} retry=${loaded.reload} />
     ${settings && html`<div class="narrow">
-      <${Facts} facts=${[["Name", settings.name], ["Plan", PLAN[settings.plan] || settings.plan],
+      <${Facts} facts=${[["Name", me.value.org.name], ["Plan", PLAN[me.value.org.plan] || me.value.org.plan],
         ["Two-factor", settings.two_factor_required ? "Required" : "Not required"],
         ["IP allowlist", settings.ip_allowlist.length ? `${settings.ip_allowlist.length} networks` : "Off"]]} />
       ${admin ? html`
