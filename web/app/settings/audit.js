@@ -1,6 +1,6 @@
 // The Audit log settings page (`/settings/audit`, admins): the organisation's security events,
-// newest first, filtered by actor, action and time range (`actor`, `action`, `range` or
-// `from`/`to` in the URL), paged by cursor.
+// newest first, filtered by actor, action and time range (`actor`, `action`, `range` as a preset
+// or `custom` with `from`/`to` in the URL), paged by cursor.
 import { useEffect, useState } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
@@ -25,10 +25,26 @@ const ACTIONS = [
     "ip_allowlist.changed"].map((action) => [action, action]),
 ];
 
-function Filters({ actor, action, range }) {
+const RANGES = [...RANGE_OPTIONS, ["custom", "Custom range"]];
+
+/** An RFC 3339 instant as the value of a `datetime-local` field (the browser's zone). */
+function localInput(iso) {
+  const at = new Date(iso);
+  if (!iso || Number.isNaN(at.getTime())) return "";
+  return new Date(at.getTime() - at.getTimezoneOffset() * 6e4).toISOString().slice(0, 16);
+}
+
+function Filters({ actor, action, range, from, to }) {
   const [text, setText] = useState(actor);
   useEffect(() => setText(actor), [actor]);
-  const pick = (name) => (value) => setQuery({ [name]: value, cursor: null, from: null, to: null }, { replace: false });
+  const pick = (name) => (value) => setQuery({ [name]: value, cursor: null }, { replace: false });
+  // A preset replaces explicit instants; "Custom range" starts from them.
+  const pickRange = (value) => setQuery(value === "custom" ? { range: value, cursor: null }
+    : { range: value, from: null, to: null, cursor: null }, { replace: false });
+  const instant = (name) => (value) => {
+    const at = new Date(value);
+    setQuery({ [name]: value && !Number.isNaN(at.getTime()) ? at.toISOString() : null, cursor: null }, { replace: false });
+  };
   const options = ACTIONS.some(([value]) => value === action) ? ACTIONS : [...ACTIONS, [action, action]];
   return html`<div class="filters" role="group" aria-label="Filters">
     <form class="filters" onSubmit=${(event) => { event.preventDefault(); setQuery({ actor: text.trim(), cursor: null }, { replace: false }); }}>
@@ -36,7 +52,10 @@ function Filters({ actor, action, range }) {
       <button type="submit">Filter</button>
     </form>
     <${Select} label="Action" value=${action} options=${options} onChange=${pick("action")} />
-    <${Select} label="Time range" value=${range} options=${RANGE_OPTIONS} onChange=${pick("range")} />
+    <${Select} label="Time range" value=${range} options=${RANGES} onChange=${pickRange} />
+    ${range === "custom" && html`
+      <${Field} label="From" type="datetime-local" value=${localInput(from)} onChange=${(event) => instant("from")(event.currentTarget.value)} />
+      <${Field} label="To" type="datetime-local" value=${localInput(to)} onChange=${(event) => instant("to")(event.currentTarget.value)} />`}
   </div>`;
 }
 
@@ -62,10 +81,10 @@ function EntryRow({ entry }) {
 export default function AuditPage({ query }) {
   const actor = query.get("actor") || "";
   const action = query.get("action") || "";
-  const range = knownRange(query.get("range") || "");
+  const range = query.get("range") === "custom" ? "custom" : knownRange(query.get("range") || "");
   const cursor = query.get("cursor") || "";
-  // Explicit instants (from a pasted link) win over a preset.
-  const from = query.get("from") || rangeStart(range);
+  // Explicit instants (a custom range, a pasted link) win over a preset.
+  const from = query.get("from") || rangeStart(range) || "";
   const to = query.get("to") || "";
   const admin = isAdmin.value;
   const list = useLoad((signal) => (admin
@@ -76,8 +95,8 @@ export default function AuditPage({ query }) {
   return html`<${SettingsFrame} current="audit">
     <${PageHeader} title="Audit log" />
     ${!admin && html`<p class="empty">The audit log records sign-ins, member and key changes and setting changes. Admins and owners read it.</p>`}
-    ${admin && html`<${Filters} actor=${actor} action=${action} range=${range} />`}
-    ${(query.get("from") || to) && html`<p class="meta">Between ${query.get("from") ? html`<${Time} at=${query.get("from")} absolute />` : "the start"}
+    ${admin && html`<${Filters} actor=${actor} action=${action} range=${range} from=${query.get("from") || ""} to=${to} />`}
+    ${range !== "custom" && (query.get("from") || to) && html`<p class="meta">Between ${query.get("from") ? html`<${Time} at=${query.get("from")} absolute />` : "the start"}
       and ${to ? html`<${Time} at=${to} absolute />` : "now"}.</p>`}
     <${LoadProblem} problem=${list.problem} retry=${list.reload} />
     ${list.data && !items.length && html`<p class="empty">${filtered
