@@ -190,6 +190,15 @@ fn an_invitation_made_in_the_ui_lets_the_person_in() {
     let joined = members.iter().find(|row| row[0] == "newcomer@example.com");
     let joined = joined.unwrap_or_else(|| panic!("the newcomer is a member: {members:?}"));
     assert_eq!(joined[3], "Active", "{joined:?}");
+
+    // The owner changes the newcomer's role with the row's select; their session ends.
+    choose(&page, "Role of newcomer@example.com", "viewer");
+    page.wait_text("newcomer@example.com is now Viewer; their sessions were ended.");
+    let api = ApiSession::sign_in(&server, OWNER);
+    let members = api.get("/api/v1/orgs/me/members");
+    let items = members["items"].as_array().expect("items");
+    let newcomer_row = items.iter().find(|m| m["email"] == "newcomer@example.com");
+    assert_eq!(newcomer_row.expect("listed")["role"], "viewer", "{members}");
 }
 
 #[test]
@@ -274,6 +283,14 @@ fn services_ingest_and_what_a_viewer_sees() {
     viewer.wait_text("Admins change these settings.");
     assert_eq!(count(&viewer, &Query::role("button", "Save allowlist")), 0);
     viewer.check_accessibility();
+    viewer.goto("/settings/members");
+    viewer.wait(&Query::heading(2, "Pending invitations"));
+    viewer.wait_text("Admins invite, change roles and remove members.");
+    assert_eq!(count(&viewer, &Query::role("button", "Invite member")), 0);
+    assert_eq!(count(&viewer, &Query::any_role("combobox")), 0);
+    viewer.check_accessibility();
     viewer.goto("/settings/api-keys");
     viewer.wait_text("ask one of them for a key");
+    viewer.goto("/settings/audit");
+    viewer.wait_text("Admins and owners read it.");
 }
