@@ -347,3 +347,76 @@ pub fn audit_events_of_org_newest_first(
         resume_before: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(org: &OrgId, action: &str, at: i64) -> AuditEvent {
+        AuditEvent {
+            id: AuditId::generate(),
+            org_id: Some(org.clone()),
+            at: Timestamp(at),
+            action: action.into(),
+            actor_user_id: None,
+            actor_email: None,
+            target: None,
+            ip: None,
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    /// A rare match past the examination budget is reached by following the cursor, and `from`
+    /// ends the scan.
+    #[test]
+    fn a_filtered_page_stops_at_its_budget_with_a_cursor_to_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(
+            &dir.path().join("db.redb"),
+            crate::store::StoreOptions::default(),
+        )
+        .unwrap();
+        let org = OrgId::generate();
+        // The oldest event is the only match, behind more events than one page examines.
+        let mut events = vec![event(&org, "api_key.revoked", 1_000)];
+        events.extend(
+            (0..AUDIT_MAX_EXAMINED + 5).map(|n| event(&org, "login.succeeded", 2_000 + n as i64)),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let written = events.clone();
+        runtime
+            .block_on(store.write(move |txn| {
+                written
+                    .iter()
+                    .try_for_each(|event| insert_audit_event(txn, event))
+            }))
+            .unwrap();
+        let wanted = |event: &AuditEvent| event.action == "api_key.revoked";
+        let page = |before: Option<&AuditId>, from: Option<Timestamp>| {
+            store
+                .read_blocking(|txn| {
+                    let filter = AuditFilter {
+                        before,
+                        from,
+                        to: None,
+                        wanted: &wanted,
+                    };
+                    audit_events_of_org_newest_first(txn, &org, &filter, 10)
+                })
+                .unwrap()
+        };
+        let first = page(None, None);
+        assert!(first.events.is_empty());
+        let cursor = first.resume_before.expect("a cursor past the budget");
+        let second = page(Some(&cursor), None);
+        assert_eq!(second.events.len(), 1);
+        assert_eq!(second.events[0].id, events[0].id);
+        assert_eq!(second.resume_before, None);
+        // Everything matched is older than `from`: the scan ends at once, with no cursor.
+        let bounded = page(None, Some(Timestamp(2_000 + AUDIT_MAX_EXAMINED as i64)));
+        assert!(bounded.events.is_empty() && bounded.resume_before.is_none());
+    }
+}
