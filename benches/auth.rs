@@ -84,6 +84,7 @@ async fn fixture(dir: &std::path::Path, allowlist: &[&str]) -> Fixture {
         created_at: now,
         expires_at: None,
         revoked_at: None,
+        last_used_at: None,
     };
     let digest = hex::encode(lookout::auth::token_digest(&api_key));
     store

@@ -140,6 +140,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
         .merge(crate::ingest::services::routes())
+        .merge(crate::ingest::settings_view::routes())
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())
         .merge(crate::ingest::reads::routes())
@@ -320,7 +321,7 @@ pub async fn run(
             store: store.clone(),
             clock,
             search: Some(search.clone()),
-            auth: Some(auth),
+            auth: Some(auth.clone()),
         },
         admin_stopped,
     ));
@@ -359,6 +360,8 @@ pub async fn run(
     serve(listener, router, limits, shutdown).await;
 
     housekeeping.abort();
+    // API key uses noted since the last tick are written before the store closes.
+    auth.flush_key_usage().await;
     crate::systemd::notify_stopping();
     let _ = stop_admin.send(true);
     let _ = watchdog.await;
@@ -376,7 +379,7 @@ pub async fn run(
 }
 
 /// Once a minute (the first at start-up): forget expired revocations and idle rate-limit
-/// buckets, sweep expired login states and audit entries past their retention.
+/// buckets, write when API keys were last used, sweep expired login states and audit entries past their retention.
 fn spawn_housekeeping(auth: Auth) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));

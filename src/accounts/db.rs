@@ -56,7 +56,28 @@ pub fn insert_org(txn: &WriteTransaction, org: &Org) -> Result<(), AccountsError
     Ok(())
 }
 
-/// Replaces an existing organisation's record (its name is not changed here).
+/// Renames an organisation: its record and the name index change together; a name another
+/// organisation holds (in any case) is refused, a change of case of its own name is not.
+pub fn rename_org(
+    txn: &WriteTransaction,
+    org: &mut Org,
+    name: String,
+) -> Result<(), AccountsError> {
+    let (old_key, new_key) = (org_name_key(&org.name), org_name_key(&name));
+    if ORG_NAMES
+        .get(txn, &new_key)?
+        .is_some_and(|holder| holder != org.id.as_str())
+    {
+        return Err(AccountsError::OrgNameTaken(name));
+    }
+    ORG_NAMES.remove(txn, &old_key)?;
+    ORG_NAMES.insert(txn, &new_key, org.id.as_str())?;
+    org.name = name;
+    ORGS.insert(txn, org.id.as_str(), org)?;
+    Ok(())
+}
+
+/// Replaces an existing organisation's record (its name is changed by `rename_org` only).
 pub fn update_org(txn: &WriteTransaction, org: &Org) -> Result<(), StoreError> {
     ORGS.insert(txn, org.id.as_str(), org)
 }

@@ -2,7 +2,8 @@
 //!
 //! Invariants: the secret is `lk_` + 43 base64url characters (32 random bytes); only its
 //! SHA-256 is stored; a revoked key fails on the very next request (`Caller` reads the key on
-//! every request); a key acts with its issuer's current role, so the listed `role` is live.
+//! every request); a key acts with its issuer's current role, so the listed `role` is live;
+//! `last_used_at` is current to the minute (`key_usage.rs`).
 
 use axum::Json;
 use axum::extract::{FromRef, Path, State};
@@ -56,6 +57,8 @@ pub struct KeyResponse {
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
     pub created_by: String,
+    /// When the key last authenticated a request, to the minute; `null` when never.
+    pub last_used_at: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -76,7 +79,8 @@ pub struct KeyList {
     pub next_cursor: Option<String>,
 }
 
-fn key_view(key: &ApiKey, role: Option<Role>) -> KeyResponse {
+/// `last_used`: the later of the stored instant and one noted since the last flush.
+fn key_view(key: &ApiKey, role: Option<Role>, last_used: Option<Timestamp>) -> KeyResponse {
     KeyResponse {
         id: key.id.to_string(),
         name: key.name.clone(),
@@ -86,6 +90,7 @@ fn key_view(key: &ApiKey, role: Option<Role>) -> KeyResponse {
         expires_at: key.expires_at.map(Timestamp::to_rfc3339),
         revoked_at: key.revoked_at.map(Timestamp::to_rfc3339),
         created_by: key.user_id.to_string(),
+        last_used_at: key.last_used_at.max(last_used).map(Timestamp::to_rfc3339),
     }
 }
 
@@ -135,6 +140,7 @@ async fn create_key(
         created_at: now,
         expires_at,
         revoked_at: None,
+        last_used_at: None,
     };
     let digest = hex::encode(super::token_digest(&secret));
     let (stored, actor) = (key.clone(), caller.actor());
@@ -185,11 +191,16 @@ async fn list_keys(
             let mut rows = Vec::new();
             for key in db::api_keys_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
                 let role = accounts::db::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
-                rows.push(key_view(&key, role));
+                rows.push((key, role));
             }
             Ok::<_, StoreError>(rows)
         })
         .await?;
+    let usage = auth.key_usage();
+    let rows = rows
+        .iter()
+        .map(|(key, role)| key_view(key, *role, usage.unwritten(&key.id)))
+        .collect();
     let (items, next_cursor) = page.split(rows, |view| view.id.clone());
     Ok(Json(KeyList { items, next_cursor }))
 }

@@ -1,5 +1,6 @@
-//! HTTP face of organisation security settings (CONTRACT.md section 2, "org 2FA enforcement"
-//! and "IP allowlist"): the settings object, two-factor enforcement and the IP allowlist.
+//! HTTP face of organisation settings (CONTRACT.md section 2, "org 2FA enforcement" and "IP
+//! allowlist"): the security settings object, renaming (the name and plan are read from
+//! `GET /api/v1/auth/me`), two-factor enforcement and the IP allowlist.
 //!
 //! Invariants: both settings are read by `Caller` on every request, so a change applies from
 //! the next request on, with no session to revoke. A saved allowlist never excludes the admin
@@ -18,7 +19,7 @@ use utoipa_axum::routes;
 use super::allowlist::{self, AllowlistError};
 use super::{Admin, Auth, Viewer, audit};
 use crate::accounts;
-use crate::accounts::model::{Org, OrgId};
+use crate::accounts::model::{Org, OrgId, normalize_org_name};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 
@@ -54,6 +55,9 @@ pub struct OrgSettings {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatch {
+    /// 1 to 100 printable characters, unique among organisations. Left as is when omitted.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Left as is when omitted.
     #[serde(default)]
     pub two_factor_required: Option<bool>,
@@ -100,19 +104,25 @@ async fn get_settings(
     Ok(Json(settings_view(&org)))
 }
 
-/// Turns two-factor enforcement on or off.
+/// Renames the organisation and turns two-factor enforcement on or off; omitted fields stay.
 #[utoipa::path(patch, path = "/api/v1/orgs/me/settings", tag = "org settings", request_body = SettingsPatch,
     responses((status = 200, body = OrgSettings),
         (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "org_name_taken", body = Problem, content_type = "application/problem+json")))]
 async fn patch_settings(
     State(auth): State<Auth>,
     Admin(caller): Admin,
     ApiJson(patch): ApiJson<SettingsPatch>,
 ) -> Result<Json<OrgSettings>, ApiError> {
-    let Some(required) = patch.two_factor_required else {
-        return get_settings(State(auth), Viewer(caller)).await;
+    let name = match patch.name.as_deref() {
+        Some(raw) => Some(
+            normalize_org_name(raw)
+                .map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?,
+        ),
+        None => None,
     };
+    let required = patch.two_factor_required;
     let now = auth.clock().now();
     let (org_id, actor) = (caller.org_id.clone(), caller.actor());
     let org = auth
@@ -120,11 +130,28 @@ async fn patch_settings(
         .write(move |txn| {
             let mut org = accounts::db::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
-            if org.two_factor_required != required {
-                let detail = json!({"two_factor_required": {"from": org.two_factor_required, "to": required}});
+            let mut detail = serde_json::Map::new();
+            if let Some(name) = name.clone().filter(|name| *name != org.name) {
+                detail.insert("name".into(), json!({"from": org.name, "to": name}));
+                accounts::db::rename_org(txn, &mut org, name)?;
+            }
+            if let Some(required) = required.filter(|r| *r != org.two_factor_required) {
+                let change = json!({"from": org.two_factor_required, "to": required});
+                detail.insert("two_factor_required".into(), change);
                 org.two_factor_required = required;
                 accounts::db::update_org(txn, &org)?;
-                audit::record(txn, Some(&org.id), &actor, "org.settings_changed", None, detail, now)?;
+            }
+            if !detail.is_empty() {
+                let detail = serde_json::Value::Object(detail);
+                audit::record(
+                    txn,
+                    Some(&org.id),
+                    &actor,
+                    "org.settings_changed",
+                    None,
+                    detail,
+                    now,
+                )?;
             }
             Ok::<_, ApiError>(org)
         })

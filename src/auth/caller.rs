@@ -179,6 +179,7 @@ fn authenticate_api_key(auth: &Auth, secret: &str, client: IpAddr) -> Result<Cal
     if !key.usable_at(now) {
         return Err(invalid());
     }
+    auth.key_usage().note(&key.id, now);
     Ok(Caller {
         user_id: key.user_id,
         org_id: key.org_id,

@@ -265,22 +265,47 @@ pub fn audit_events_of_org(
         .collect())
 }
 
-/// An organisation's events, newest first, older than the event `before` when given.
+/// At most this many audit events are examined for one filtered page; a page that reaches it
+/// ends there with a cursor to go on from, so a rare match never scans the whole log at once.
+pub const AUDIT_MAX_EXAMINED: usize = 10_000;
+
+/// A page of audit events and where the next one starts.
+#[derive(Debug)]
+pub struct AuditPage {
+    /// Matching events, newest first, at most the limit asked for.
+    pub events: Vec<AuditEvent>,
+    /// The id to read on before (the `next_cursor`), when more may follow.
+    pub resume_before: Option<AuditId>,
+}
+
+/// Which audit events a page holds.
+pub struct AuditFilter<'a> {
+    pub before: Option<&'a AuditId>,
+    /// Events at or after this instant; the scan stops at the first older one.
+    pub from: Option<Timestamp>,
+    /// Events before this instant.
+    pub to: Option<Timestamp>,
+    pub wanted: &'a dyn Fn(&AuditEvent) -> bool,
+}
+
+/// An organisation's events, newest first, older than the event `filter.before` when given,
+/// that pass the filter.
 ///
 /// `Scan` walks forward only, so this reads the table's range backwards itself; audit ids are
-/// ULIDs, so key order within an organisation is time order.
+/// ULIDs minted when the event is recorded, so key order within an organisation is time order
+/// and the scan ends at the first event older than `from`.
 pub fn audit_events_of_org_newest_first(
     txn: &redb::ReadTransaction,
     org: &OrgId,
-    before: Option<&AuditId>,
+    filter: &AuditFilter<'_>,
     limit: usize,
-) -> Result<Vec<AuditEvent>, StoreError> {
+) -> Result<AuditPage, StoreError> {
     use std::ops::Bound;
 
     let start = tables::owner_prefix(org.as_str());
     // Keys of this org are `{org}/…`; `0` is the character right after `/`, so `{org}0` is
     // the first key past them.
-    let end = match before {
+    let end = match filter.before {
         Some(id) => tables::composite_key(org.as_str(), id.as_str()),
         None => format!("{}0", org.as_str()),
     };
@@ -289,10 +314,109 @@ pub fn audit_events_of_org_newest_first(
         Bound::Included(start.as_str()),
         Bound::Excluded(end.as_str()),
     ))?;
-    let mut events = Vec::new();
-    for entry in range.rev().take(limit) {
+    let mut events: Vec<AuditEvent> = Vec::new();
+    for (examined, entry) in range.rev().enumerate() {
         let (_, value) = entry?;
-        events.push(crate::store::codec::decode::<AuditEvent>(value.value())?);
+        let event = crate::store::codec::decode::<AuditEvent>(value.value())?;
+        if filter.from.is_some_and(|from| event.at < from) {
+            break;
+        }
+        let id = event.id.clone();
+        let matches = filter.to.is_none_or(|to| event.at < to) && (filter.wanted)(&event);
+        if matches && events.len() == limit {
+            // A further match exists: the next page starts before the last one kept.
+            let resume_before = events.last().map(|kept| kept.id.clone());
+            return Ok(AuditPage {
+                events,
+                resume_before,
+            });
+        }
+        if matches {
+            events.push(event);
+        }
+        if examined + 1 == AUDIT_MAX_EXAMINED {
+            // The budget ran out: the next page goes on before the last event examined.
+            return Ok(AuditPage {
+                events,
+                resume_before: Some(id),
+            });
+        }
     }
-    Ok(events)
+    Ok(AuditPage {
+        events,
+        resume_before: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(org: &OrgId, action: &str, at: i64) -> AuditEvent {
+        AuditEvent {
+            id: AuditId::generate(),
+            org_id: Some(org.clone()),
+            at: Timestamp(at),
+            action: action.into(),
+            actor_user_id: None,
+            actor_email: None,
+            target: None,
+            ip: None,
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    /// A rare match past the examination budget is reached by following the cursor, and `from`
+    /// ends the scan.
+    #[test]
+    fn a_filtered_page_stops_at_its_budget_with_a_cursor_to_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(
+            &dir.path().join("db.redb"),
+            crate::store::StoreOptions::default(),
+        )
+        .unwrap();
+        let org = OrgId::generate();
+        // The oldest event is the only match, behind more events than one page examines.
+        let mut events = vec![event(&org, "api_key.revoked", 1_000)];
+        events.extend(
+            (0..AUDIT_MAX_EXAMINED + 5).map(|n| event(&org, "login.succeeded", 2_000 + n as i64)),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let written = events.clone();
+        runtime
+            .block_on(store.write(move |txn| {
+                written
+                    .iter()
+                    .try_for_each(|event| insert_audit_event(txn, event))
+            }))
+            .unwrap();
+        let wanted = |event: &AuditEvent| event.action == "api_key.revoked";
+        let page = |before: Option<&AuditId>, from: Option<Timestamp>| {
+            store
+                .read_blocking(|txn| {
+                    let filter = AuditFilter {
+                        before,
+                        from,
+                        to: None,
+                        wanted: &wanted,
+                    };
+                    audit_events_of_org_newest_first(txn, &org, &filter, 10)
+                })
+                .unwrap()
+        };
+        let first = page(None, None);
+        assert!(first.events.is_empty());
+        let cursor = first.resume_before.expect("a cursor past the budget");
+        let second = page(Some(&cursor), None);
+        assert_eq!(second.events.len(), 1);
+        assert_eq!(second.events[0].id, events[0].id);
+        assert_eq!(second.resume_before, None);
+        // Everything matched is older than `from`: the scan ends at once, with no cursor.
+        let bounded = page(None, Some(Timestamp(2_000 + AUDIT_MAX_EXAMINED as i64)));
+        assert!(bounded.events.is_empty() && bounded.resume_before.is_none());
+    }
 }

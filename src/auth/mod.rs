@@ -15,6 +15,7 @@ pub mod audit;
 pub mod caller;
 pub mod db;
 pub mod hashing_pool;
+pub mod key_usage;
 pub mod keys;
 pub mod login;
 pub mod model;
@@ -62,6 +63,8 @@ struct Inner {
     key: JwtKey,
     revocations: Revocations,
     limiter: ratelimit::ApiRateLimiter,
+    /// API key uses noted in memory, written by the housekeeping tick (`key_usage.rs`).
+    key_usage: key_usage::KeyUsage,
     /// Sign-in decisions of one e-mail happen one at a time (see `account_locks.rs`).
     account_locks: account_locks::AccountLocks,
     /// `scheme://host[:port]` of BASE_URL: the only Origin accepted on cookie requests.
@@ -93,6 +96,7 @@ impl Auth {
                 key,
                 revocations,
                 limiter: ratelimit::ApiRateLimiter::new(config.auth.api_rate_per_min),
+                key_usage: key_usage::KeyUsage::default(),
                 account_locks: account_locks::AccountLocks::default(),
                 settings: config.auth.clone(),
                 base_origin: base_url.origin().ascii_serialization(),
@@ -125,6 +129,17 @@ impl Auth {
 
     pub fn limiter(&self) -> &ratelimit::ApiRateLimiter {
         &self.inner.limiter
+    }
+
+    pub fn key_usage(&self) -> &key_usage::KeyUsage {
+        &self.inner.key_usage
+    }
+
+    /// Writes the API key uses noted since the last call (at shutdown too, so none is lost).
+    pub async fn flush_key_usage(&self) {
+        if let Err(error) = key_usage::flush(self).await {
+            tracing::warn!(%error, "cannot record when api keys were last used");
+        }
     }
 
     pub fn account_locks(&self) -> &account_locks::AccountLocks {
@@ -170,11 +185,13 @@ impl Auth {
         Ok(())
     }
 
-    /// Periodic upkeep: forget expired revocations and idle rate-limit buckets, remove
-    /// expired login states and audit entries past their retention.
+    /// Periodic upkeep: forget expired revocations and idle rate-limit buckets, record when
+    /// API keys were last used, remove expired login states and audit entries past their
+    /// retention.
     pub async fn housekeeping(&self) {
         self.inner.revocations.prune(self.inner.clock.now());
         self.inner.limiter.retain_recent();
+        self.flush_key_usage().await;
         sweep::sweep_login_states(self).await;
         sweep::sweep_audit_events(self).await;
     }

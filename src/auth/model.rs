@@ -37,6 +37,9 @@ pub struct ApiKey {
     pub expires_at: Option<Timestamp>,
     #[serde(default)]
     pub revoked_at: Option<Timestamp>,
+    /// When the key last authenticated a request, to the minute (`key_usage.rs`).
+    #[serde(default)]
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl Record for ApiKey {
@@ -280,6 +283,7 @@ pub(crate) mod tests {
             created_at: Timestamp(0),
             expires_at: Some(Timestamp(100)),
             revoked_at: None,
+            last_used_at: None,
         };
         assert!(key.usable_at(Timestamp(99)));
         assert!(!key.usable_at(Timestamp(100)));

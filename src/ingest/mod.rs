@@ -31,6 +31,7 @@ pub mod scrub;
 pub mod services;
 pub mod session_spans;
 pub mod sessions;
+pub mod settings_view;
 pub mod sourcemaps;
 pub mod spans;
 pub mod trace_reads;

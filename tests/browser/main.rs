@@ -19,6 +19,7 @@ mod performance;
 #[path = "../integration/receiver.rs"]
 mod receiver;
 mod sessions;
+mod settings;
 mod sign_in;
 mod support;
 mod ui_security;

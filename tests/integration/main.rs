@@ -49,6 +49,7 @@ mod lifecycle;
 mod lists;
 mod packaging;
 mod receiver;
+mod settings_api;
 mod setup;
 mod tidy;
 mod ui_serving;
