@@ -5,6 +5,7 @@
 #[path = "../integration/harness.rs"]
 mod harness;
 
+mod alerts;
 mod auth;
 mod chrome;
 mod errors;
