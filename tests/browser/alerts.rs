@@ -124,7 +124,7 @@ fn a_rule_made_in_the_ui_fires_is_acknowledged_and_its_incident_resolved() {
     wait_words(
         &page,
         "ol.timeline",
-        &["Fired", &format!("Acknowledged by {OWNER}")],
+        &["fired", &format!("acknowledged by {OWNER}")],
     );
     checked_page(&page, "alert");
 

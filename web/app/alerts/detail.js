@@ -12,16 +12,16 @@ import { Time } from "../components/time.js";
 import { toast } from "../components/toast.js";
 import { SeverityTag, acknowledge, sourceName, usePeople, whereText } from "./shared.js";
 
-const STEP_WORDS = {
-  pending: "Pending: the condition holds, waiting for its For period", fired: "Fired", updated: "Updated by its monitor",
-  acknowledged: "Acknowledged", resolved: "Resolved",
+// What each step adds to its pill (who acted is added from `actor_id`).
+const STEP_NOTES = {
+  pending: "the condition holds; waiting for its For period", updated: "its monitor sent new details",
 };
 
 function History({ history, nameOf }) {
   if (!history.length) return html`<p class="meta">No history recorded.</p>`;
   return html`<ol class="timeline">${history.map((step, index) => html`<li key=${index}>
     <${Time} at=${step.at} absolute />
-    <span><${StatusPill} status=${step.kind} /> ${STEP_WORDS[step.kind] || step.kind}${step.actor_id ? ` by ${nameOf(step.actor_id)}` : ""}</span>
+    <span><${StatusPill} status=${step.kind} /> ${[STEP_NOTES[step.kind], step.actor_id && `by ${nameOf(step.actor_id)}`].filter(Boolean).join(", ")}</span>
   </li>`)}</ol>`;
 }
 
