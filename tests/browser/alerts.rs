@@ -2,8 +2,10 @@
 //! incident) fires from errors the test ingests; the rule shows its current value and state;
 //! the alert is acknowledged from the Alerts page, which then names who did it; the incident
 //! it opened gets a note and is resolved from its page; the alert's history and the
-//! incident's timeline show each step. A viewer sees none of the buttons. Every page passes
-//! axe-core and is kept as a screenshot.
+//! incident's timeline show each step. A viewer sees none of the buttons. The editor explains
+//! mistakes beside the fields; a rule is disabled, and deleted only once the dialog is
+//! confirmed; an external monitor's alert is listed with its source, firing then resolved.
+//! Every page passes axe-core and is kept as a screenshot.
 
 use std::time::Duration;
 
@@ -177,4 +179,85 @@ fn a_rule_made_in_the_ui_fires_is_acknowledged_and_its_incident_resolved() {
         .filter_map(|step| step["kind"].as_str())
         .collect();
     assert_eq!(steps, ["fired", "acknowledged"], "{history}");
+}
+
+/// Reports `alert` to the alerts webhook with an `alerts` inbound token, as a monitor does.
+fn report_alert(server: &TestServer, token: &str, alert: Value) {
+    let response = crate::harness::http()
+        .post(server.url("/api/v1/alerts/webhook"))
+        .header("x-lookout-token", token)
+        .json(&alert)
+        .send()
+        .expect("alerts webhook request");
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
+#[test]
+fn the_rule_editor_explains_mistakes_and_a_rule_is_disabled_and_deleted_after_confirming() {
+    let server = alerting_server();
+    let page = owner_page(&server);
+    page.goto("/alert-rules/new");
+    page.wait(&Query::heading(1, "New alert rule"));
+    page.fill_label("Name", "Slow checkout");
+    // The kind changes from the keyboard, as a person moves through a closed list.
+    page.fill_label("Kind", "");
+    page.type_keys("ArrowDown ArrowDown");
+    page.wait(&Query::label("Threshold (ms)"));
+    page.fill_label("Window (seconds)", "");
+    page.click_role("button", "Create rule");
+    page.wait_text("The rule was not created");
+    wait_words(&page, "form.rule-form", &["Enter a number."]);
+    page.check_accessibility();
+    page.fill_label("Threshold (ms)", "800");
+    page.fill_label("Window (seconds)", "120");
+    page.click_role("button", "Create rule");
+    page.wait(&Query::heading(1, "Alert rule: Slow checkout"));
+    let api = ApiSession::sign_in(&server, OWNER);
+    let rule = api.get("/api/v1/alert-rules")["items"][0].clone();
+    assert_eq!(rule["kind"], "span_p95_ms", "{rule}");
+    assert_eq!(rule["threshold"], 800.0, "{rule}");
+
+    page.click_role("button", "Disable rule");
+    page.wait_role("button", "Enable rule");
+    let rule = api.get("/api/v1/alert-rules")["items"][0].clone();
+    assert_eq!(rule["enabled"], false, "{rule}");
+
+    // Escape keeps the rule; confirming deletes it.
+    page.click_role("button", "Delete rule");
+    page.wait(&Query::heading(2, "Delete Slow checkout?"));
+    page.check_accessibility();
+    page.press("Escape");
+    wait_until("the dialog to close", || {
+        count(&page, &Query::heading(2, "Delete Slow checkout?")) == 0
+    });
+    page.click_role("button", "Delete rule");
+    page.click_role("button", "Delete the rule");
+    page.wait_text("No alert rules yet.");
+    assert_eq!(
+        api.get("/api/v1/alert-rules")["items"],
+        serde_json::json!([])
+    );
+
+    // An external monitor's alert is listed with its source, then among the resolved.
+    let token = api.post(
+        "/api/v1/orgs/me/inbound-tokens",
+        &serde_json::json!({"kind": "alerts", "name": "monitor"}),
+    )["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    let disk = serde_json::json!({"title": "Disk almost full", "severity": "critical",
+        "service": "db", "status": "firing"});
+    report_alert(&server, &token, disk.clone());
+    page.goto("/alerts");
+    page.wait_role("link", "Disk almost full");
+    wait_words(&page, "table.alerts", &["Webhook", "Critical", "db"]);
+    let mut resolved = disk;
+    resolved["status"] = "resolved".into();
+    report_alert(&server, &token, resolved);
+    page.click_role("link", "Resolved");
+    page.wait_url(|path| path == "/alerts?state=resolved");
+    page.wait_role("link", "Disk almost full");
+    wait_words(&page, "table.alerts", &["resolved", "Webhook"]);
+    page.check_accessibility();
 }

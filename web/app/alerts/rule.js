@@ -39,7 +39,7 @@ function DeleteRule({ rule }) {
       <p>The rule stops being evaluated. Its firing alert resolves (and says so to its channels); a pending one goes.</p>
       <div class="page-actions">
         <${ActionButton} kind="danger" busyText="Deleting…" action=${() => api(rulePath(rule.id), { method: "DELETE" })}
-          onDone=${() => { toast(`Deleted: ${rule.name}`); navigate("/alert-rules"); }}>Delete rule</${ActionButton}>
+          onDone=${() => { toast(`Deleted: ${rule.name}`); navigate("/alert-rules"); }}>Delete the rule</${ActionButton}>
         <button type="button" onClick=${() => setOpen(false)}>Cancel</button>
       </div>
     </${Dialog}>`}
