@@ -12,7 +12,7 @@ import { StatusPill } from "../components/status.js";
 import { Time } from "../components/time.js";
 import { CursorPaging } from "../components/paging.js";
 import { toast } from "../components/toast.js";
-import { Chips, SeverityTag, acknowledge, sourceName, usePeople, whereText } from "./shared.js";
+import { Chips, SeverityTag, acknowledge, sourceName, usePeople, useRowKeys, whereText } from "./shared.js";
 
 const STATES = [["", "Firing"], ["pending", "Pending"], ["resolved", "Resolved"], ["all", "All"]];
 const EMPTY = { "": "No alert is firing.", pending: "No alert is pending.", resolved: "No alert has resolved yet.", all: "No alert has been raised yet." };
@@ -26,13 +26,16 @@ function Acknowledged({ alert, nameOf, reload }) {
     aria-label=${`Acknowledge ${alert.title}`} onDone=${() => { toast(`Acknowledged: ${alert.title}`); reload(); }}>Acknowledge</${ActionButton}>`;
 }
 
+const alertPath = (alert) => `/alerts/${encodeURIComponent(alert.id)}`;
+
 function AlertTable({ items, nameOf, reload }) {
+  const { rowProps, linkRef } = useRowKeys(items, alertPath);
   return html`<table class="alerts">
     <caption class="visually-hidden">Alerts</caption>
     <thead><tr><th scope="col">Alert</th><th scope="col">State</th><th scope="col">Severity</th><th scope="col">Source</th>
       <th scope="col">Service</th><th scope="col">Started</th><th scope="col">Resolved</th><th scope="col">Acknowledged by</th></tr></thead>
-    <tbody>${items.map((alert) => html`<tr key=${alert.id}>
-      <td class="group-title"><a href=${`/alerts/${encodeURIComponent(alert.id)}`}>${alert.title}</a>
+    <tbody>${items.map((alert, index) => html`<tr key=${alert.id} ...${rowProps(index)}>
+      <td class="group-title"><a href=${alertPath(alert)} ref=${linkRef(index)}>${alert.title}</a>
         ${alert.body && html`<div class="meta">${alert.body}</div>`}</td>
       <td><${StatusPill} status=${alert.state} /></td>
       <td><${SeverityTag} severity=${alert.severity} /></td>

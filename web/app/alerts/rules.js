@@ -9,19 +9,22 @@ import { PageHeader, LoadProblem } from "../components/page.js";
 import { StatusPill } from "../components/status.js";
 import { Time } from "../components/time.js";
 import { CursorPaging } from "../components/paging.js";
-import { SeverityTag } from "./shared.js";
+import { SeverityTag, useRowKeys } from "./shared.js";
 import { KIND_NAMES, formatValue, statusOf } from "./rule_kinds.js";
 
+const rulePath = (rule) => `/alert-rules/${encodeURIComponent(rule.id)}`;
+
 function RuleTable({ items }) {
+  const { rowProps, linkRef } = useRowKeys(items, rulePath);
   return html`<table class="rules">
     <caption class="visually-hidden">Alert rules</caption>
     <thead><tr><th scope="col">Rule</th><th scope="col">Measures</th><th scope="col">State</th>
       <th scope="col" class="number">Current value</th><th scope="col" class="number">Threshold</th>
       <th scope="col">Severity</th><th scope="col">Measured</th></tr></thead>
-    <tbody>${items.map((rule) => {
+    <tbody>${items.map((rule, index) => {
       const status = statusOf(rule);
-      return html`<tr key=${rule.id}>
-        <td class="group-title"><a href=${`/alert-rules/${encodeURIComponent(rule.id)}`}>${rule.name}</a>
+      return html`<tr key=${rule.id} ...${rowProps(index)}>
+        <td class="group-title"><a href=${rulePath(rule)} ref=${linkRef(index)}>${rule.name}</a>
           ${(rule.service || rule.environment) && html`<div class="meta">${[rule.service, rule.environment].filter(Boolean).join(" · ")}</div>`}</td>
         <td>${KIND_NAMES[rule.kind] || rule.kind}<div class="meta">over ${rule.window_seconds} s</div></td>
         <td><${StatusPill} status=${status.state} /></td>

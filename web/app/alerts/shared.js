@@ -1,11 +1,13 @@
 // Pieces the alerts, alert-rules and incidents pages share: who a user id is (the members
-// list, read once per page), severities as words with a colour, where an alert came from, the
-// Acknowledge button, and state chips kept in the URL.
+// list, read once per page), severities as words with a colour, where an alert came from,
+// acknowledging, state chips kept in the URL, and j/k/Enter through a table's rows.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
-import { setQuery } from "../router.js";
+import { navigate, setQuery } from "../router.js";
 import { me } from "../session.js";
 import { useLoad } from "../components/load.js";
+import { useListKeys } from "../components/keyboard.js";
 
 export const SEVERITIES = ["critical", "high", "warning", "info"];
 
@@ -42,3 +44,20 @@ export function Chips({ label, param, value, options }) {
 
 /** "service · environment", or a dash. */
 export const whereText = (item) => [item.service, item.environment].filter(Boolean).join(" · ") || "—";
+
+/**
+ * j/k through the rows of `items`, Enter opening `pathOf(item)`. Answers `rowProps(index)`: the
+ * row's class and aria-selected, and `linkRef(index)` for the row's link (focused when chosen).
+ */
+export function useRowKeys(items, pathOf) {
+  const [active, setActive] = useState(-1);
+  const links = useRef([]);
+  // A refresh with the same rows keeps the selection.
+  useEffect(() => setActive(-1), [items.map((item) => item.id).join(",")]);
+  useEffect(() => { if (active >= 0 && links.current[active]) links.current[active].focus(); }, [active]);
+  useListKeys(items.length, active, setActive, { open: (index) => navigate(pathOf(items[index])) });
+  return {
+    rowProps: (index) => ({ class: index === active ? "active" : "", "aria-selected": index === active ? "true" : undefined }),
+    linkRef: (index) => (element) => { links.current[index] = element; },
+  };
+}

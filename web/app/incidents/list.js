@@ -13,7 +13,7 @@ import { StatusPill } from "../components/status.js";
 import { Time } from "../components/time.js";
 import { CursorPaging } from "../components/paging.js";
 import { toast } from "../components/toast.js";
-import { Chips, SEVERITIES, SeverityTag, whereText } from "../alerts/shared.js";
+import { Chips, SEVERITIES, SeverityTag, useRowKeys, whereText } from "../alerts/shared.js";
 
 const STATUSES = [["", "Open"], ["resolved", "Resolved"], ["all", "All"]];
 
@@ -47,13 +47,16 @@ function OpenForm({ close }) {
   </${Panel}>`;
 }
 
+const incidentPath = (incident) => `/incidents/${encodeURIComponent(incident.id)}`;
+
 function IncidentTable({ items }) {
+  const { rowProps, linkRef } = useRowKeys(items, incidentPath);
   return html`<table class="incidents">
     <caption class="visually-hidden">Incidents</caption>
     <thead><tr><th scope="col">Incident</th><th scope="col">Status</th><th scope="col">Severity</th><th scope="col">Service</th>
       <th scope="col">Opened</th><th scope="col">Resolved</th><th scope="col" class="number">Alerts</th></tr></thead>
-    <tbody>${items.map((incident) => html`<tr key=${incident.id}>
-      <td class="group-title"><a href=${`/incidents/${encodeURIComponent(incident.id)}`}>${incident.title}</a></td>
+    <tbody>${items.map((incident, index) => html`<tr key=${incident.id} ...${rowProps(index)}>
+      <td class="group-title"><a href=${incidentPath(incident)} ref=${linkRef(index)}>${incident.title}</a></td>
       <td><${StatusPill} status=${incident.status} /></td>
       <td><${SeverityTag} severity=${incident.severity} /></td>
       <td>${whereText(incident)}</td>
