@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::alerting_rules::{create_rule, rule, rules_server, send_errors};
 use crate::auth_support::Session;
 use crate::harness::{TestServer, text, wait_for};
+use crate::http_basics::send;
 use crate::webhooks_support::owner;
 
 /// Waits until the rule's status satisfies `check`; returns the rule.
@@ -75,4 +76,20 @@ fn rule_status_shows_the_last_measured_value_and_state() {
     assert_eq!(disabled["status"]["state"], "disabled", "{disabled}");
     assert_eq!(disabled["status"]["value"], Value::Null);
     assert_eq!(disabled["status"]["measured_at"], Value::Null);
+}
+
+#[test]
+fn rule_status_is_in_the_openapi_document() {
+    let server = rules_server(&[]);
+    let reply = send(crate::harness::http().get(server.url("/api/v1/openapi.json")));
+    let schemas = &reply.json()["components"]["schemas"];
+    let rule = schemas["RuleResponse"]["properties"].to_string();
+    assert!(rule.contains("\"status\""), "{rule}");
+    let status = schemas["RuleStatus"]["properties"].to_string();
+    for field in ["state", "value", "measured_at", "alert_id"] {
+        assert!(
+            status.contains(&format!("\"{field}\"")),
+            "{field}: {status}"
+        );
+    }
 }
