@@ -86,9 +86,22 @@ fn viewer_sees_no_actions(server: &TestServer, alert_path: &str) {
     page.goto("/alert-rules");
     page.wait_role("link", RULE);
     assert_eq!(count(&page, &Query::role("link", "Create rule")), 0);
+    page.click_role("link", RULE);
+    page.wait(&Query::heading(1, &format!("Alert rule: {RULE}")));
+    page.wait_text("Only admins change alert rules.");
+    for button in ["Save rule", "Disable rule", "Delete rule"] {
+        assert_eq!(count(&page, &Query::role("button", button)), 0, "{button}");
+    }
+    page.check_accessibility();
     page.goto("/incidents");
     page.wait_role("link", RULE);
     assert_eq!(count(&page, &Query::role("button", "Open incident")), 0);
+    page.click_role("link", RULE);
+    page.wait(&Query::heading(1, &format!("Incident: {RULE}")));
+    for button in ["Add note", "Resolve incident", "Save changes"] {
+        assert_eq!(count(&page, &Query::role("button", button)), 0, "{button}");
+    }
+    page.check_accessibility();
 }
 
 #[test]
