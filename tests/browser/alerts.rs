@@ -63,7 +63,7 @@ fn create_rule_in_the_editor(server: &TestServer) -> Page {
     page.wait(&Query::heading(1, "New alert rule"));
     page.fill_label("Name", RULE);
     page.fill_label("Threshold", "3");
-    page.fill_label("Window (seconds)", "60");
+    page.fill_label("Window (seconds)", "600");
     page.fill_label("Service", "shop");
     page.click_role("checkbox", "Open an incident when it fires");
     page.wait_text("Opens an incident when it fires.");
@@ -134,8 +134,13 @@ fn a_rule_made_in_the_ui_fires_is_acknowledged_and_its_incident_resolved() {
     page.click_role("button", &format!("Acknowledge {RULE}"));
     wait_words(&page, "table.alerts", &[OWNER]);
 
-    // j chooses the first row, Enter opens it.
-    page.type_keys("j Enter");
+    // j chooses the first row (its link takes the focus once the page has heard it), Enter
+    // opens it.
+    page.press("j");
+    wait_until("the first row to be chosen", || {
+        page.eval("document.activeElement.textContent") == RULE
+    });
+    page.press("Enter");
     page.wait(&Query::heading(1, &format!("Alert: {RULE}")));
     wait_words(
         &page,

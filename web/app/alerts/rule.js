@@ -1,7 +1,7 @@
 // One alert rule (`/alert-rules/{id}`) or a new one (`/alert-rules/new`). Admins edit it (the
 // form in rule_form.js), save it, switch it off and on, and delete it after a confirmation;
 // everyone sees its current value and state, measured at the evaluator's last tick.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { navigate } from "../router.js";
@@ -55,10 +55,10 @@ function Actions({ rule, reload }) {
     <${DeleteRule} rule=${rule} />`;
 }
 
+/** The form; it starts from `rule` (null for a new one) and is remade when the rule changes. */
 function Editor({ rule, reload }) {
   const [draft, setDraft] = useState(() => draftOf(rule));
   const [errors, setErrors] = useState({});
-  useEffect(() => { setDraft(draftOf(rule)); }, [rule]);
   const channels = useLoad((signal) => api("/api/v1/channels", { signal, query: { limit: 100 } }), []);
   const set = (changes) => setDraft((old) => ({ ...old, ...changes }));
   const form = useSubmit(async () => {
@@ -120,6 +120,6 @@ function ExistingRule({ id }) {
       actions=${html`<${Actions} rule=${data} reload=${rule.reload} />`} />
     <${LoadProblem} problem=${rule.problem} retry=${rule.reload} />
     ${data && html`<${CurrentStatus} rule=${shown} />
-      ${isAdmin.value ? html`<${Panel} title="Settings"><${Editor} rule=${data} reload=${rule.reload} /></${Panel}>` : html`<${ReadOnly} rule=${data} />`}`}
+      ${isAdmin.value ? html`<${Panel} title="Settings"><${Editor} rule=${data} reload=${rule.reload} key=${data.updated_at} /></${Panel}>` : html`<${ReadOnly} rule=${data} />`}`}
   </div>`;
 }

@@ -2,7 +2,7 @@
 // (opened, notes, changes of severity or title, linked alerts resolving, resolution, with who
 // and when), its linked alerts, and for members: add a note, change the title or severity,
 // resolve with an optional note, reopen.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { canAct } from "../session.js";
@@ -50,7 +50,6 @@ function TextForm({ label, help, button, busyText, optional = false, send, idFor
 function EditForm({ incident, reload }) {
   const [title, setTitle] = useState(incident.title);
   const [severity, setSeverity] = useState(incident.severity);
-  useEffect(() => { setTitle(incident.title); setSeverity(incident.severity); }, [incident]);
   const form = useSubmit(async () => {
     await api(incidentPath(incident.id), { method: "PATCH", body: { title, severity } });
     toast("Incident changed");
@@ -106,7 +105,8 @@ export default function IncidentPage({ params }) {
         <${Panel} title="Linked alerts"><${LinkedAlerts} ids=${data.alert_ids} /></${Panel}>
         ${canAct.value && data.status === "open" && html`<${Panel} title="Resolve"><${TextForm} label="Resolution note" optional
           help="Optional: what fixed it. It goes on the timeline." button="Resolve incident" busyText="Resolving…" idFor="incident-resolution" send=${resolve} /></${Panel}>`}
-        ${canAct.value && html`<${Panel} title="Change"><${EditForm} incident=${data} reload=${incident.reload} /></${Panel}>`}
+        ${canAct.value && html`<${Panel} title="Change"><${EditForm} incident=${data} reload=${incident.reload}
+          key=${`${data.title}\u0000${data.severity}`} /></${Panel}>`}
       </div>
     </div>`}
   </div>`;
