@@ -66,6 +66,15 @@ pub struct TickReport {
     pub events: usize,
 }
 
+/// What the read half of a tick decided: the rule and spike changes to write, how many rules
+/// there are, and what each enabled rule measured.
+struct Decision {
+    rules: Vec<RuleChange>,
+    spikes: Vec<SpikeChange>,
+    count: usize,
+    readings: HashMap<RuleId, Reading>,
+}
+
 /// What a window total is known by within one tick: (org, metric, service, environment,
 /// window seconds).
 type WindowKey = (OrgId, Metric, Option<String>, Option<String>, i64);
@@ -160,14 +169,19 @@ impl Evaluator {
     pub async fn tick(&self) -> Result<TickReport, StoreError> {
         let now = self.clock().now();
         let this = self.clone();
-        let (rule_changes, spike_changes, rules, readings) = self
+        let Decision {
+            rules: rule_changes,
+            spikes: spike_changes,
+            count,
+            readings,
+        } = self
             .notify
             .store()
             .read(move |txn| this.decide(txn, now))
             .await?;
         self.readings.replace(readings);
         let mut report = TickReport {
-            rules,
+            rules: count,
             ..TickReport::default()
         };
         if rule_changes.is_empty() && spike_changes.is_empty() {
@@ -231,20 +245,7 @@ impl Evaluator {
     }
 
     /// The read half of a tick.
-    #[allow(clippy::type_complexity)]
-    fn decide(
-        &self,
-        txn: &impl ReadTxn,
-        now: Timestamp,
-    ) -> Result<
-        (
-            Vec<RuleChange>,
-            Vec<SpikeChange>,
-            usize,
-            HashMap<RuleId, Reading>,
-        ),
-        StoreError,
-    > {
+    fn decide(&self, txn: &impl ReadTxn, now: Timestamp) -> Result<Decision, StoreError> {
         let rules = db::all_rules(txn)?;
         let count = rules.len();
         let mut cache = TickCache::default();
@@ -288,7 +289,12 @@ impl Evaluator {
         } else {
             Vec::new()
         };
-        Ok((changes, spikes, count, readings))
+        Ok(Decision {
+            rules: changes,
+            spikes,
+            count,
+            readings,
+        })
     }
 
     /// The rule's value now; `None` when there is nothing to measure (no spans).
