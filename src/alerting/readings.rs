@@ -78,3 +78,77 @@ pub fn rule_status(rule: &AlertRule, state: &RuleState, reading: Option<Reading>
         alert_id: state.phase.alert_id().map(ToString::to_string),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::model::OrgId;
+    use crate::alerting::alerts_model::AlertId;
+    use crate::alerting::rules_model::RuleKind;
+
+    fn rule(enabled: bool) -> AlertRule {
+        AlertRule {
+            id: RuleId::generate(),
+            org_id: OrgId::generate(),
+            name: "r".into(),
+            kind: RuleKind::ErrorCount,
+            service: None,
+            environment: None,
+            threshold: 3.0,
+            window_seconds: 60,
+            for_seconds: 0,
+            recovery_seconds: 0,
+            severity: "warning".into(),
+            channels: Vec::new(),
+            open_incident: false,
+            enabled,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn status_names_the_phase_and_the_last_reading() {
+        let reading = Reading {
+            value: Some(5.0),
+            measured_at: Timestamp(1_000),
+        };
+        let alert_id = AlertId::generate();
+        let firing = RuleState {
+            phase: Phase::Firing {
+                alert_id: alert_id.clone(),
+                since: Timestamp(0),
+                false_since: None,
+            },
+            value: Some(4.0),
+        };
+        let status = rule_status(&rule(true), &firing, Some(reading));
+        assert_eq!(status.state, "firing");
+        assert_eq!(status.value, Some(5.0), "the reading, not the stored value");
+        assert_eq!(status.alert_id, Some(alert_id.to_string()));
+        assert!(status.measured_at.is_some());
+
+        let quiet = rule_status(&rule(true), &RuleState::default(), None);
+        assert_eq!((quiet.state.as_str(), quiet.value), ("ok", None));
+        let off = rule_status(&rule(false), &RuleState::default(), Some(reading));
+        assert_eq!((off.state.as_str(), off.value), ("disabled", None));
+        assert_eq!(off.measured_at, None);
+    }
+
+    #[test]
+    fn a_tick_replaces_every_reading() {
+        let readings = RuleReadings::default();
+        let (kept, dropped) = (RuleId::generate(), RuleId::generate());
+        let reading = Reading {
+            value: Some(1.0),
+            measured_at: Timestamp(1),
+        };
+        readings.replace(HashMap::from([
+            (kept.clone(), reading),
+            (dropped.clone(), reading),
+        ]));
+        readings.replace(HashMap::from([(kept.clone(), reading)]));
+        assert_eq!(readings.get(&kept), Some(reading));
+        assert_eq!(readings.get(&dropped), None, "a deleted rule drops out");
+    }
+}
