@@ -56,12 +56,19 @@ pub struct AppState {
     pub agents: Agents,
     pub search: crate::search::Search,
     pub spikes: crate::alerting::evaluator::SpikeWake,
+    pub rule_readings: crate::alerting::readings::RuleReadings,
     pub metrics: PrometheusHandle,
 }
 
 impl FromRef<AppState> for crate::alerting::evaluator::SpikeWake {
     fn from_ref(state: &AppState) -> crate::alerting::evaluator::SpikeWake {
         state.spikes.clone()
+    }
+}
+
+impl FromRef<AppState> for crate::alerting::readings::RuleReadings {
+    fn from_ref(state: &AppState) -> crate::alerting::readings::RuleReadings {
+        state.rule_readings.clone()
     }
 }
 
@@ -304,6 +311,7 @@ pub async fn run(
         agents,
         search: search.clone(),
         spikes: evaluator.spike_wake(),
+        rule_readings: evaluator.readings(),
         metrics,
     };
     let router = build_router(state);

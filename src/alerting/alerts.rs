@@ -323,7 +323,7 @@ async fn acknowledge_alert(
             }
             alert.acknowledged_by = Some(user.clone());
             alert.acknowledged_at = Some(now);
-            alert.history.push(super::alerts_model::AlertHistoryEntry {
+            alert.record(super::alerts_model::AlertHistoryEntry {
                 at: now,
                 kind: "acknowledged".to_string(),
                 actor_id: Some(user.clone()),

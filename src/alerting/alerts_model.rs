@@ -92,7 +92,19 @@ pub struct Alert {
     pub incident_id: Option<String>,
 }
 
+/// The most history entries one alert keeps; past it, the oldest after the first (how the
+/// alert began) give way, so a monitor repeating a changing alert cannot grow it without end.
+pub const MAX_ALERT_HISTORY: usize = 100;
+
 impl Alert {
+    /// Adds one step to the alert's history, keeping it within `MAX_ALERT_HISTORY`.
+    pub fn record(&mut self, entry: AlertHistoryEntry) {
+        if self.history.len() >= MAX_ALERT_HISTORY {
+            self.history.remove(1.min(self.history.len() - 1));
+        }
+        self.history.push(entry);
+    }
+
     /// Raised by external monitoring through the alerts webhook (and so found by dedup key).
     pub fn is_external(&self) -> bool {
         self.source == "webhook" || self.source == "alertmanager"
@@ -206,13 +218,13 @@ pub fn apply_alert_report(
             if state == AlertState::Resolved {
                 next.state = AlertState::Resolved;
                 next.resolved_at = Some(now);
-                next.history.push(history("resolved"));
+                next.record(history("resolved"));
                 return AlertChange::Resolved(next);
             }
             // Alertmanager repeats a firing alert every `repeat_interval`: record no history
             // entry for an unchanged repeat, so the history stays readable.
             if next != *alert {
-                next.history.push(history("updated"));
+                next.record(history("updated"));
             }
             AlertChange::Updated(next)
         }
@@ -474,6 +486,33 @@ mod tests {
             Timestamp(4),
         );
         assert_eq!(nothing, AlertChange::Ignored);
+    }
+
+    #[test]
+    fn history_keeps_its_first_entry_and_the_latest_within_the_bound() {
+        let org = OrgId::generate();
+        let AlertChange::Fired(mut alert) = apply_alert_report(
+            None,
+            &report(AlertState::Firing),
+            AlertId::generate(),
+            &org,
+            Timestamp(1),
+        ) else {
+            panic!("a first firing raises an alert");
+        };
+        for at in 2..300 {
+            alert.record(AlertHistoryEntry {
+                at: Timestamp(at),
+                kind: "updated".into(),
+                actor_id: None,
+            });
+        }
+        assert_eq!(alert.history.len(), MAX_ALERT_HISTORY);
+        assert_eq!(alert.history[0].kind, "fired");
+        assert_eq!(
+            alert.history.last().map(|entry| entry.at),
+            Some(Timestamp(299))
+        );
     }
 
     #[test]

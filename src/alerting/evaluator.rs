@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use super::alerts_model::AlertId;
 use super::db;
+use super::readings::{Reading, RuleReadings};
 use super::rollup::{self, Metric, Rollup};
-use super::rules_model::{AlertRule, RuleKind, RuleState, Transition, step};
+use super::rules_model::{AlertRule, RuleId, RuleKind, RuleState, Transition, step};
 use super::transitions::{RuleChange, SpikeChange, apply};
 use crate::accounts::model::OrgId;
 use crate::agents::Agents;
@@ -51,6 +52,8 @@ pub struct Evaluator {
     agents: Agents,
     spikes: WebErrorAlertSettings,
     wake: SpikeWake,
+    /// Each enabled rule's value at the last tick, for the rules API.
+    readings: RuleReadings,
     /// When this server started: an agent is not called offline for time the server was down.
     started: Timestamp,
 }
@@ -61,6 +64,15 @@ pub struct TickReport {
     pub rules: usize,
     pub changes: usize,
     pub events: usize,
+}
+
+/// What the read half of a tick decided: the rule and spike changes to write, how many rules
+/// there are, and what each enabled rule measured.
+struct Decision {
+    rules: Vec<RuleChange>,
+    spikes: Vec<SpikeChange>,
+    count: usize,
+    readings: HashMap<RuleId, Reading>,
 }
 
 /// What a window total is known by within one tick: (org, metric, service, environment,
@@ -84,6 +96,7 @@ impl Evaluator {
             agents,
             spikes,
             wake: SpikeWake::default(),
+            readings: RuleReadings::default(),
             started,
         }
     }
@@ -91,6 +104,11 @@ impl Evaluator {
     /// The handle ingest nudges after committing error events.
     pub fn spike_wake(&self) -> SpikeWake {
         self.wake.clone()
+    }
+
+    /// The handle the rules API reads each rule's last measurement from.
+    pub fn readings(&self) -> RuleReadings {
+        self.readings.clone()
     }
 
     fn clock(&self) -> &Clock {
@@ -151,13 +169,19 @@ impl Evaluator {
     pub async fn tick(&self) -> Result<TickReport, StoreError> {
         let now = self.clock().now();
         let this = self.clone();
-        let (rule_changes, spike_changes, rules) = self
+        let Decision {
+            rules: rule_changes,
+            spikes: spike_changes,
+            count,
+            readings,
+        } = self
             .notify
             .store()
             .read(move |txn| this.decide(txn, now))
             .await?;
+        self.readings.replace(readings);
         let mut report = TickReport {
-            rules,
+            rules: count,
             ..TickReport::default()
         };
         if rule_changes.is_empty() && spike_changes.is_empty() {
@@ -221,21 +245,22 @@ impl Evaluator {
     }
 
     /// The read half of a tick.
-    #[allow(clippy::type_complexity)]
-    fn decide(
-        &self,
-        txn: &impl ReadTxn,
-        now: Timestamp,
-    ) -> Result<(Vec<RuleChange>, Vec<SpikeChange>, usize), StoreError> {
+    fn decide(&self, txn: &impl ReadTxn, now: Timestamp) -> Result<Decision, StoreError> {
         let rules = db::all_rules(txn)?;
         let count = rules.len();
         let mut cache = TickCache::default();
         let mut changes = Vec::new();
+        let mut readings = HashMap::new();
         for (rule, state) in rules {
             if !rule.enabled {
                 continue;
             }
             let value = self.measure(txn, &rule, now, &mut cache)?;
+            let reading = Reading {
+                value,
+                measured_at: now,
+            };
+            readings.insert(rule.id.clone(), reading);
             let condition = value.is_some_and(|value| value >= rule.threshold);
             let (phase, transition) = step(
                 &state.phase,
@@ -264,7 +289,12 @@ impl Evaluator {
         } else {
             Vec::new()
         };
-        Ok((changes, spikes, count))
+        Ok(Decision {
+            rules: changes,
+            spikes,
+            count,
+            readings,
+        })
     }
 
     /// The rule's value now; `None` when there is nothing to measure (no spans).

@@ -7,6 +7,7 @@
 //! `builds.rs` (Jenkins), `incidents_model.rs` + `incidents_wire.rs` + `incidents.rs`,
 //! `alerts_model.rs` + `alerts.rs` (alerts; external ones), `rollup.rs` (counters written by
 //! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick),
+//! `readings.rs` (each rule's last measured value, in memory),
 //! `stats.rs` (error events per interval, read from the rollups).
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
@@ -25,6 +26,7 @@ pub mod incidents;
 pub mod incidents_model;
 pub mod incidents_wire;
 pub mod model;
+pub mod readings;
 pub mod rollup;
 pub mod rules;
 pub mod rules_model;
@@ -45,6 +47,7 @@ where
     Auth: FromRef<S>,
     Notify: FromRef<S>,
     Store: FromRef<S>,
+    readings::RuleReadings: FromRef<S>,
 {
     OpenApiRouter::new()
         .merge(inbound::routes())

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 
 use super::db;
 use super::model::SEVERITIES;
+use super::readings::{Reading, RuleReadings, RuleStatus, rule_status};
 use super::rollup::MAX_WINDOW_SECONDS;
 use super::rules_model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
 use super::transitions::end_rule_alert;
@@ -43,6 +44,7 @@ where
     Auth: FromRef<S>,
     Notify: FromRef<S>,
     Store: FromRef<S>,
+    RuleReadings: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_rules, create_rule))
@@ -119,6 +121,8 @@ pub struct RuleResponse {
     pub alert_id: Option<String>,
     /// The value measured at the last change of state.
     pub last_value: Option<f64>,
+    /// The value measured at the last evaluation and the state it left the rule in.
+    pub status: RuleStatus,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -129,7 +133,7 @@ pub struct RuleList {
     pub next_cursor: Option<String>,
 }
 
-fn rule_view(rule: &AlertRule, state: &RuleState) -> RuleResponse {
+fn rule_view(rule: &AlertRule, state: &RuleState, reading: Option<Reading>) -> RuleResponse {
     RuleResponse {
         id: rule.id.to_string(),
         name: rule.name.clone(),
@@ -147,6 +151,7 @@ fn rule_view(rule: &AlertRule, state: &RuleState) -> RuleResponse {
         state: state.phase.name().to_string(),
         alert_id: state.phase.alert_id().map(ToString::to_string),
         last_value: state.value,
+        status: rule_status(rule, state, reading),
         created_at: rule.created_at.to_rfc3339(),
         updated_at: rule.updated_at.to_rfc3339(),
     }
@@ -311,6 +316,7 @@ fn parse_rule_id(id: &str) -> Result<RuleId, ApiError> {
     responses((status = 200, body = RuleList)))]
 async fn list_rules(
     State(notify): State<Notify>,
+    State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<RuleList>, ApiError> {
@@ -324,7 +330,8 @@ async fn list_rules(
             let (rules, next) = page.split(rules, |rule| rule.id.to_string());
             let mut items = Vec::with_capacity(rules.len());
             for rule in &rules {
-                items.push(rule_view(rule, &db::rule_state(txn, rule)?));
+                let reading = readings.get(&rule.id);
+                items.push(rule_view(rule, &db::rule_state(txn, rule)?, reading));
             }
             Ok::<_, ApiError>((items, next))
         })
@@ -371,7 +378,7 @@ async fn create_rule(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(rule_view(&rule, &RuleState::default())),
+        Json(rule_view(&rule, &RuleState::default(), None)),
     ))
 }
 
@@ -381,6 +388,7 @@ async fn create_rule(
     responses((status = 200, body = RuleResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_rule(
     State(notify): State<Notify>,
+    State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<RuleResponse>, ApiError> {
@@ -392,7 +400,8 @@ async fn get_rule(
             let rule = db::rule_of_org(txn, &org, &id)?
                 .ok_or_else(|| ApiError::not_found("alert rule"))?;
             let state = db::rule_state(txn, &rule)?;
-            Ok::<_, ApiError>(rule_view(&rule, &state))
+            let reading = readings.get(&rule.id);
+            Ok::<_, ApiError>(rule_view(&rule, &state, reading))
         })
         .await?;
     Ok(Json(view))
@@ -427,6 +436,7 @@ fn update(
 /// Changes a rule as `edit` says; disabling it ends its alert.
 async fn change_rule(
     notify: &Notify,
+    readings: &RuleReadings,
     caller: &crate::auth::Caller,
     id: &str,
     request: RuleRequest,
@@ -436,6 +446,7 @@ async fn change_rule(
     let (org, actor) = (caller.org_id.clone(), caller.actor());
     let now = notify.clock().now();
     let base_url = notify.base_url().to_string();
+    let reading = readings.get(&id);
     // The request is merged inside the transaction, onto the rule as it is there.
     let (view, events) = notify
         .store()
@@ -462,7 +473,7 @@ async fn change_rule(
                 json!({"name": rule.name, "enabled": rule.enabled}),
                 now,
             )?;
-            Ok::<_, ApiError>((rule_view(&rule, &state), events))
+            Ok::<_, ApiError>((rule_view(&rule, &state, reading), events))
         })
         .await?;
     if events > 0 {
@@ -479,11 +490,12 @@ async fn change_rule(
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn replace_rule(
     State(notify): State<Notify>,
+    State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &caller, &id, request, replacement).await
+    change_rule(&notify, &readings, &caller, &id, request, replacement).await
 }
 
 /// Changes the fields sent; `null` clears `service` or `environment`.
@@ -494,11 +506,12 @@ async fn replace_rule(
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn update_rule(
     State(notify): State<Notify>,
+    State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &caller, &id, request, update).await
+    change_rule(&notify, &readings, &caller, &id, request, update).await
 }
 
 /// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.

@@ -191,7 +191,7 @@ pub(super) fn end_rule_alert(
         AlertState::Firing => {
             alert.state = AlertState::Resolved;
             alert.resolved_at = Some(now);
-            alert.history.push(history(now, "resolved"));
+            alert.record(history(now, "resolved"));
             db::put_alert(txn, &alert)?;
             note_on_incident(txn, &alert, now)?;
             emit_alert(txn, "alert.resolved", &alert, base_url)
@@ -251,7 +251,7 @@ pub(super) fn apply(
                 alert.state = AlertState::Firing;
                 alert.fired_at = now;
                 alert.body = body;
-                alert.history.push(history(now, "fired"));
+                alert.record(history(now, "fired"));
                 if rule.open_incident {
                     events += open_incident(txn, &mut alert, now, base_url)?;
                 }
@@ -300,7 +300,7 @@ pub(super) fn apply(
                     alert.state = AlertState::Resolved;
                     alert.resolved_at = Some(now);
                     alert.body = format!("{}; now {count} in the window", alert.body);
-                    alert.history.push(history(now, "resolved"));
+                    alert.record(history(now, "resolved"));
                     db::put_alert(txn, &alert)?;
                     events += emit_alert(txn, "alert.resolved", &alert, base_url)?;
                 }

@@ -6,6 +6,7 @@
 mod harness;
 
 mod agents;
+mod alerts;
 mod auth;
 mod chrome;
 mod errors;

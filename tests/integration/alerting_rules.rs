@@ -16,7 +16,7 @@ use crate::ingest_support::{KEY, accepted, post};
 use crate::webhooks_support::{Receiver, create_channel, owner};
 
 /// A server evaluating rules every second, with ingest and loopback webhooks allowed.
-fn rules_server(extra: &[(&str, &str)]) -> TestServer {
+pub(crate) fn rules_server(extra: &[(&str, &str)]) -> TestServer {
     let mut builder = TestServer::builder()
         .env("WEB_INGEST_KEY", KEY)
         .env("WEBHOOK_ALLOW_PRIVATE", "true")
@@ -69,13 +69,13 @@ fn scene(events: &[&str], rule: Value) -> Scene {
     }
 }
 
-fn create_rule(server: &TestServer, session: &Session, body: Value) -> Value {
+pub(crate) fn create_rule(server: &TestServer, session: &Session, body: Value) -> Value {
     let reply = session.post(server, "/api/v1/alert-rules", &body);
     assert_eq!(reply.status, 201, "create rule: {}", text(&reply.body));
     reply.json()
 }
 
-fn send_errors(server: &TestServer, count: usize, service: &str) {
+pub(crate) fn send_errors(server: &TestServer, count: usize, service: &str) {
     let events: Vec<Value> = (0..count)
         .map(|n| {
             json!({"level": "error", "message": format!("checkout failed {n}"),
@@ -118,7 +118,7 @@ fn alerts(server: &TestServer, session: &Session, query: &str) -> Vec<Value> {
     reply.json()["items"].as_array().unwrap().clone()
 }
 
-fn rule(server: &TestServer, session: &Session, id: &str) -> Value {
+pub(crate) fn rule(server: &TestServer, session: &Session, id: &str) -> Value {
     let reply = session.get(server, &format!("/api/v1/alert-rules/{id}"));
     assert_eq!(reply.status, 200, "{}", text(&reply.body));
     reply.json()

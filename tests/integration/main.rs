@@ -10,6 +10,7 @@ mod alerting_alerts;
 mod alerting_deployments;
 mod alerting_inbound;
 mod alerting_incidents;
+mod alerting_rule_status;
 mod alerting_rules;
 mod alerting_stats;
 mod alerting_support;
