@@ -47,6 +47,7 @@ mod lifecycle;
 mod lists;
 mod packaging;
 mod receiver;
+mod sdk_serving;
 mod setup;
 mod tidy;
 mod ui_serving;
