@@ -15,6 +15,8 @@ mod overview;
 mod page;
 #[path = "../integration/receiver.rs"]
 mod receiver;
+mod sdk;
+mod sdk_support;
 mod sessions;
 mod sign_in;
 mod support;

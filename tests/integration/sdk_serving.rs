@@ -55,7 +55,11 @@ fn sdk_files_are_served_to_every_origin_and_immutable_only_at_their_version() {
     assert_eq!(version, env!("CARGO_PKG_VERSION"));
     for file in FILES {
         let latest_path = format!("/sdk/{file}");
-        let latest = get(&server, &latest_path, &[("origin", "https://shop.example.com")]);
+        let latest = get(
+            &server,
+            &latest_path,
+            &[("origin", "https://shop.example.com")],
+        );
         assert_eq!(latest.status, 200, "{latest_path}: {latest:?}");
         assert!(
             latest.header("content-type").starts_with("text/javascript"),
@@ -80,7 +84,11 @@ fn sdk_files_are_served_to_every_origin_and_immutable_only_at_their_version() {
         assert_eq!(again.status, 304, "{versioned_path} with its ETag");
     }
     // Another version, or another file, is a 404 problem that scripts on other origins may read.
-    for missing in ["/sdk/0.0.1/lookout.js", "/sdk/lookout.min.js", "/sdk/x/y/z.js"] {
+    for missing in [
+        "/sdk/0.0.1/lookout.js",
+        "/sdk/lookout.min.js",
+        "/sdk/x/y/z.js",
+    ] {
         let reply = get(&server, missing, &[]);
         assert_eq!(reply.status, 404, "{missing}: {reply:?}");
         assert!(
@@ -121,10 +129,7 @@ fn sdk_files_fit_the_gzip_budget_and_match_their_manifest_integrity() {
     let module = String::from_utf8(get(&server, "/sdk/lookout.js", &[]).body).expect("utf-8");
     assert!(module.contains("export default Lookout;"), "an ES module");
     let script = String::from_utf8(get(&server, "/sdk/lookout.iife.js", &[]).body).expect("utf-8");
-    assert!(
-        !script.contains("export "),
-        "the IIFE is a classic script"
-    );
+    assert!(!script.contains("export "), "the IIFE is a classic script");
     assert!(script.contains("window.Lookout = Lookout;"));
 }
 

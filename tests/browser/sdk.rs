@@ -1,0 +1,500 @@
+//! The browser SDK on a shop's page served from another origin (issue 16): errors, rejections,
+//! requests and the page load arrive with their session, spans and trace, and a minified
+//! bundle's error is grouped on its original frames; the SDK waits out a 429's `Retry-After`,
+//! splits a batch the server refuses as too large, delivers a closing page's batch by beacon,
+//! keeps a visitor's experiment variant across reloads with one exposure a day, and both served
+//! files load under the SRI hashes the test computes.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::errors_support::{ApiSession, BUNDLE_TITLE, KEY, ingest_server, upload_bundle_map};
+use crate::harness::{TestServer, http};
+use crate::page::Page;
+use crate::sdk_support::{Reply, Site, forward, refusal, shop_page, versioned_sdk, wait_for_value};
+use crate::support::OWNER;
+
+const BUNDLE: &str = include_str!("../fixtures/sourcemaps/app.min.js");
+
+/// The error groups' titles and ids, newest 100.
+fn groups(api: &ApiSession) -> Vec<(String, String)> {
+    let listed = api.get("/api/v1/error-groups?limit=100");
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    let pairs = items.iter().map(|group| {
+        let title = group["title"].as_str().unwrap_or_default().to_string();
+        (title, group["id"].as_str().unwrap_or_default().to_string())
+    });
+    pairs.collect()
+}
+
+/// The messages of every stored error event (newest 100).
+fn event_messages(api: &ApiSession) -> Vec<String> {
+    let listed = api.get("/api/v1/errors?limit=100");
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    let messages = items
+        .iter()
+        .map(|event| event["message"].as_str().unwrap_or_default().to_string());
+    messages.collect()
+}
+
+/// Waits until the browser reported `count` uncaught problems (the page's errors, on purpose).
+fn take_expected_problems(page: &Page, count: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    wait_for_value(
+        "the page's uncaught errors",
+        || {
+            problems.extend(page.take_page_problems());
+            json!(problems.len())
+        },
+        |seen| seen.as_u64() >= Some(count as u64),
+    );
+    problems
+}
+
+#[test]
+fn sdk_on_another_origin_reports_errors_requests_and_the_page_load_with_session_and_trace() {
+    let lookout = Arc::new(ingest_server());
+    upload_bundle_map(&lookout, "shop@1.0.0");
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let script = r#"
+Lookout.setUser("u-42");
+Lookout.setTag("plan", "pro");
+const bundle = document.createElement("script");
+bundle.src = "/assets/app.min.js";
+document.head.append(bundle);
+window.addEventListener("load", () => setTimeout(async () => {
+  await fetch("/api/cart?coupon=SPRING");
+  Promise.reject(new Error("payment declined"));
+  setTimeout(() => window.shop.checkout({ items: [{ quantity: 1 }] }), 0);
+}, 50));"#;
+    let origin = lookout.url("");
+    let page_html = shop_page(
+        &lookout,
+        origin.trim_end_matches('/'),
+        "flushIntervalMs: 250",
+        script,
+    );
+    let site = Site::start(move |request| match request.path.split('?').next() {
+        Some("/") => Reply::html(&page_html),
+        Some("/assets/app.min.js") => Reply::new(200, "text/javascript", BUNDLE),
+        Some("/api/cart") => Reply::new(200, "application/json", "{\"items\":[]}"),
+        _ => Reply::html("<!doctype html><title>Bye</title><p>bye</p>"),
+    });
+
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+    let problems = take_expected_problems(&page, 2);
+    let joined = problems.join("\n");
+    assert!(
+        joined.contains("payment declined") && joined.contains("amount"),
+        "{joined}"
+    );
+
+    // Both errors arrive, the bundle's grouped on its original frames (the uploaded map).
+    let found = wait_for_value(
+        "both error groups",
+        || json!(groups(&api)),
+        |listed| {
+            let titles = listed.to_string();
+            titles.contains(BUNDLE_TITLE) && titles.contains("payment declined")
+        },
+    );
+    let bundle_group = api.group_id(BUNDLE_TITLE);
+    let group = api.get(&format!("/api/v1/error-groups/{bundle_group}"));
+    let event = &group["latest_event"];
+    let frames = event["frames"].as_array().expect("frames").clone();
+    let resolved: Vec<&Value> = frames
+        .iter()
+        .filter_map(|frame| frame.get("resolved"))
+        .collect();
+    assert!(
+        resolved.iter().any(|frame| frame["file"]
+            .as_str()
+            .is_some_and(|file| file.ends_with("cart.js"))),
+        "original frames in {group}"
+    );
+    assert_eq!(event["release"], "shop@1.0.0", "{event}");
+    assert_eq!(event["environment"], "test");
+    assert_eq!(event["user_id"], "u-42");
+    assert_eq!(event["tags"]["plan"], "pro");
+    // The server scrubs the address (`[ip]`); the port still names the shop's origin.
+    let port = format!(":{}/", site.addr.port());
+    assert!(
+        event["url"].as_str().is_some_and(|url| url.contains(&port)),
+        "{event}"
+    );
+    let stack = event["stack"].as_str().unwrap_or_default();
+    assert!(
+        stack.contains("/assets/app.min.js:1:"),
+        "the stack as Chrome wrote it: {stack}"
+    );
+    println!("groups: {found}");
+
+    // The session holds both errors and the traces of the page load and the fetch.
+    let session_id = event["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let session = wait_for_value(
+        "the session with its errors and traces",
+        || api.get(&format!("/api/v1/sessions/{session_id}")),
+        |session| {
+            let traces = session["traces"].to_string();
+            session["errors"]
+                .as_array()
+                .is_some_and(|errors| errors.len() == 2)
+                && traces.contains("page load")
+                && traces.contains("/api/cart")
+        },
+    );
+    assert!(session["user_agent"].is_string(), "{session}");
+    let traces = session["traces"].as_array().expect("traces");
+    let fetch_trace = traces
+        .iter()
+        .find(|trace| {
+            trace["name"]
+                .as_str()
+                .is_some_and(|name| name.contains("/api/cart"))
+        })
+        .expect("the fetch's trace");
+    let trace_id = fetch_trace["trace_id"].as_str().expect("trace_id");
+    let trace = api.get(&format!("/api/v1/traces/{trace_id}"));
+    let span = &trace["spans"][0];
+    let name = span["name"].as_str().unwrap_or_default();
+    assert!(
+        name.starts_with("GET http://") && name.ends_with(&format!("{port}api/cart")),
+        "{trace}"
+    );
+    assert!(
+        !trace.to_string().contains("SPRING"),
+        "no query string: {trace}"
+    );
+    // The page's own origin is a propagation target: the request carried the span's traceparent.
+    let cart = site.seen("GET", "/api/cart");
+    let traceparent = cart[0].header("traceparent").expect("a traceparent");
+    assert!(
+        traceparent.starts_with(&format!("00-{trace_id}-")),
+        "{traceparent}"
+    );
+
+    // Leaving the page ends the session.
+    page.goto(&site.url("/bye"));
+    wait_for_value(
+        "the session's end",
+        || api.get(&format!("/api/v1/sessions/{session_id}")),
+        |session| session["ended_at"].is_string() && session["duration_ms"].is_u64(),
+    );
+}
+
+/// A site that serves `page` at `/` and forwards `/ingest/*` to `lookout`, except that `refuse`
+/// may answer a request itself; it records every status it gave to the SDK.
+fn gate_site(
+    lookout: &Arc<TestServer>,
+    page: String,
+    refuse: impl Fn(&crate::sdk_support::Seen, usize) -> Option<Reply> + Send + Sync + 'static,
+) -> (Site, Arc<Mutex<Vec<(String, u16)>>>) {
+    let statuses: Arc<Mutex<Vec<(String, u16)>>> = Arc::default();
+    let (server, record) = (lookout.clone(), statuses.clone());
+    let site = Site::start(move |request| {
+        if !request.path.starts_with("/ingest/") {
+            return Reply::html(if request.path == "/" {
+                &page
+            } else {
+                "<!doctype html><title>Bye</title>"
+            });
+        }
+        let earlier = record
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(path, _)| path == &request.path)
+            .count();
+        let reply = match request.method.as_str() {
+            "POST" => refuse(request, earlier).unwrap_or_else(|| forward(&server, request)),
+            _ => forward(&server, request),
+        };
+        if request.method == "POST" {
+            record
+                .lock()
+                .unwrap()
+                .push((request.path.clone(), reply.status));
+        }
+        reply
+    });
+    (site, statuses)
+}
+
+#[test]
+fn sdk_waits_out_a_429_retry_after_before_sending_again() {
+    let lookout = Arc::new(ingest_server());
+    // The gate's origin is only known once it listens: the page reads its own origin.
+    let page_html = shop_page(
+        &lookout,
+        "\" + location.origin + \"",
+        "flushIntervalMs: 200",
+        r#"window.ready.then(() => Lookout.captureException(new Error("checkout failed once")));"#,
+    );
+    let (site, statuses) = gate_site(&lookout, page_html, |request, earlier| {
+        (request.path.starts_with("/ingest/web-errors") && earlier == 0).then(|| refusal(429, 2))
+    });
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+
+    wait_for_value(
+        "the event, once",
+        || json!(event_messages(&api)),
+        |messages| messages.as_array().is_some_and(|list| list.len() == 1),
+    );
+    let posts = site.seen("POST", "/ingest/web-errors");
+    assert!(posts.len() >= 2, "{:?}", statuses.lock().unwrap());
+    let waited = posts[1].at - posts[0].at;
+    assert!(
+        waited >= Duration::from_secs(2),
+        "sent again after {waited:?}"
+    );
+    assert_eq!(
+        statuses
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, status)| *status == 429)
+            .count(),
+        1
+    );
+    assert_eq!(
+        event_messages(&api),
+        vec!["checkout failed once".to_string()]
+    );
+}
+
+#[test]
+fn sdk_splits_a_batch_refused_as_too_large_and_every_event_arrives_once() {
+    let lookout = Arc::new(
+        TestServer::builder()
+            .env("WEB_INGEST_KEY", KEY)
+            .env("WEB_INGEST_MAX_BODY_BYTES", "4000")
+            .start(),
+    );
+    lookout.add_user(OWNER, "owner", crate::support::PASSWORD);
+    // Twelve events of about 600 bytes each, queued before the first flush: one batch of ~7 KB.
+    let script = r#"window.ready.then(() => {
+  for (const word of ["alpha","bravo","charlie","delta","echo","foxtrot","golf","hotel","india","juliet","kilo","lima"])
+    Lookout.captureMessage("lost " + word + " " + "x".repeat(300), "error");
+});"#;
+    let page_html = shop_page(
+        &lookout,
+        "\" + location.origin + \"",
+        "flushIntervalMs: 500",
+        script,
+    );
+    let (site, statuses) = gate_site(&lookout, page_html, |_, _| None);
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+
+    let messages = wait_for_value(
+        "twelve events",
+        || json!(event_messages(&api)),
+        |messages| messages.as_array().is_some_and(|list| list.len() >= 12),
+    );
+    let unique: BTreeSet<String> = serde_json::from_value(messages.clone()).expect("messages");
+    assert_eq!(
+        messages.as_array().map(Vec::len),
+        Some(12),
+        "each once: {messages}"
+    );
+    assert_eq!(unique.len(), 12, "{messages}");
+    let statuses = statuses.lock().unwrap().clone();
+    let errors: Vec<u16> = statuses
+        .iter()
+        .filter(|(path, _)| path.starts_with("/ingest/web-errors"))
+        .map(|(_, status)| *status)
+        .collect();
+    assert!(
+        errors.contains(&413),
+        "the first batch was too large: {errors:?}"
+    );
+    assert!(
+        errors.iter().filter(|status| **status == 202).count() >= 2,
+        "{errors:?}"
+    );
+    drop(site);
+}
+
+#[test]
+fn sdk_delivers_a_closing_pages_batch_by_beacon() {
+    let lookout = Arc::new(ingest_server());
+    // A long flush interval: nothing leaves before the page closes.
+    let script = r#"window.ready.then(() => {
+  for (const n of ["one", "two", "three"]) Lookout.captureMessage("left behind " + n, "error");
+  window.queued = true;
+});"#;
+    let page_html = shop_page(
+        &lookout,
+        "\" + location.origin + \"",
+        "flushIntervalMs: 600000",
+        script,
+    );
+    let (site, _) = gate_site(&lookout, page_html, |_, _| None);
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+    wait_for_value(
+        "the events queued",
+        || page.eval("window.queued === true"),
+        |done| done == &json!(true),
+    );
+    assert!(
+        site.seen("POST", "/ingest/web-errors").is_empty(),
+        "nothing sent before closing"
+    );
+    page.goto(&site.url("/bye"));
+
+    let messages = wait_for_value(
+        "three events",
+        || json!(event_messages(&api)),
+        |messages| messages.as_array().is_some_and(|list| list.len() >= 3),
+    );
+    assert_eq!(messages.as_array().map(Vec::len), Some(3), "{messages}");
+    let beacons = site.seen("POST", "/ingest/web-errors?key=");
+    assert_eq!(beacons.len(), 1, "one beacon");
+    let kind = beacons[0].header("content-type").unwrap_or_default();
+    assert!(
+        kind.starts_with("text/plain"),
+        "a beacon's body type: {kind}"
+    );
+}
+
+#[test]
+fn sdk_keeps_a_visitors_variant_across_reloads_with_one_exposure_a_day() {
+    let lookout = Arc::new(ingest_server());
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let experiment = json!({"key": "checkout-button", "active": true,
+        "variants": [{"key": "blue", "weight": 50}, {"key": "green", "weight": 50}]});
+    api.post("/api/v1/experiments", &experiment);
+    let created = api.post("/api/v1/orgs/me/api-keys", &json!({"name": "flags"}));
+    let token = created["key"].as_str().expect("a key");
+    let flag = http()
+        .put(lookout.url("/api/v1/flags/new-checkout"))
+        .bearer_auth(token)
+        .json(&json!({"value": true}))
+        .send()
+        .expect("put a flag");
+    assert!(flag.status().is_success(), "{flag:?}");
+    // The ES module this time, imported from its versioned path.
+    let (module, _) = versioned_sdk(&lookout, "lookout.js");
+    let page_html = format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>
+<script type="module">
+import Lookout, {{ variant, flag }} from "{module}";
+await Lookout.init({{ endpoint: location.origin, key: "{KEY}", service: "shop", flushIntervalMs: 200 }});
+window.chosen = variant("checkout-button");
+window.again = Lookout.variant("checkout-button");
+window.flagged = flag("new-checkout");
+await Lookout.flush();
+window.done = true;
+</script></head><body><h1>Shop</h1></body></html>"#
+    );
+    let (site, _) = gate_site(&lookout, page_html, |_, _| None);
+    let page = Page::open(&lookout);
+    let mut chosen = BTreeSet::new();
+    for _ in 0..3 {
+        page.goto(&site.url("/"));
+        wait_for_value(
+            "the page's variant",
+            || page.eval("window.done === true"),
+            |done| done == &json!(true),
+        );
+        let answer = page.eval("[window.chosen, window.again, window.flagged]");
+        assert_eq!(answer[0], answer[1], "{answer}");
+        assert_eq!(answer[2], json!(true), "the flag: {answer}");
+        chosen.insert(answer[0].as_str().expect("a variant").to_string());
+    }
+    assert_eq!(chosen.len(), 1, "one variant across reloads: {chosen:?}");
+    let variant = chosen.into_iter().next().unwrap_or_default();
+    let results = wait_for_value(
+        "the exposure counted",
+        || api.get("/api/v1/experiments/checkout-button/results"),
+        |results| results["days"][0]["variants"][&variant] == json!(1),
+    );
+    assert_eq!(
+        results["days"].as_array().map(Vec::len),
+        Some(1),
+        "{results}"
+    );
+    let exposures = site.seen("POST", "/ingest/ab-uniques");
+    assert_eq!(exposures.len(), 1, "one exposure sent for the day");
+    // Later loads revalidate the configuration with its ETag.
+    let configs = site.seen("GET", "/ingest/ab-config");
+    assert!(configs.len() >= 3, "{configs:?}");
+    assert!(
+        configs[1..]
+            .iter()
+            .any(|config| config.header("if-none-match").is_some()),
+        "{configs:?}"
+    );
+}
+
+#[test]
+fn sdk_files_load_under_the_sri_hashes_the_test_computes() {
+    let lookout = Arc::new(ingest_server());
+    let (module, module_integrity) = versioned_sdk(&lookout, "lookout.js");
+    let (script, script_integrity) = versioned_sdk(&lookout, "lookout.iife.js");
+    let page_html = format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>
+<script src="{script}" integrity="{script_integrity}" crossorigin="anonymous"></script>
+<script type="module" src="{module}" integrity="{module_integrity}" crossorigin="anonymous"></script>
+<script type="module">
+import * as sdk from "{module}";
+window.exported = Object.keys(sdk).sort();
+window.global = Object.keys(window.Lookout).sort();
+</script></head><body><h1>Shop</h1></body></html>"#
+    );
+    let site = Site::start(move |_| Reply::html(&page_html));
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+    let exported = wait_for_value(
+        "the module's exports",
+        || page.eval("window.exported || null"),
+        Value::is_array,
+    );
+    let expected = [
+        "captureException",
+        "captureMessage",
+        "default",
+        "flag",
+        "flush",
+        "init",
+        "setTag",
+        "setUser",
+        "variant",
+    ];
+    assert_eq!(exported, json!(expected));
+    let global = page.eval("window.global");
+    for name in expected.iter().filter(|name| **name != "default") {
+        assert!(
+            global
+                .as_array()
+                .is_some_and(|names| names.contains(&json!(name))),
+            "{name} in {global}"
+        );
+    }
+    // The budget, on the wire: each file gzipped as the server sends it.
+    for url in [&module, &script] {
+        let gzipped = http()
+            .get(url.as_str())
+            .header("accept-encoding", "gzip")
+            .send()
+            .and_then(|response| response.bytes())
+            .expect("the gzipped file");
+        assert!(
+            gzipped.len() <= 8 * 1024,
+            "{url}: {} bytes gzipped",
+            gzipped.len()
+        );
+    }
+}
