@@ -6,7 +6,7 @@
 //! files load under the SRI hashes the test computes.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use crate::errors_support::{ApiSession, BUNDLE_TITLE, KEY, ingest_server, upload_bundle_map};
 use crate::harness::{TestServer, http};
 use crate::page::Page;
-use crate::sdk_support::{Reply, Site, forward, refusal, shop_page, versioned_sdk, wait_for_value};
+use crate::sdk_support::{
+    Reply, Site, gate_site, refusal, shop_page, versioned_sdk, wait_for_value,
+};
 use crate::support::OWNER;
 
 const BUNDLE: &str = include_str!("../fixtures/sourcemaps/app.min.js");
@@ -67,6 +69,12 @@ bundle.src = "/assets/app.min.js";
 document.head.append(bundle);
 window.addEventListener("load", () => setTimeout(async () => {
   await fetch("/api/cart?coupon=SPRING");
+  await new Promise((done) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", "/api/stock?sku=7");
+    request.onloadend = done;
+    request.send("{}");
+  });
   Promise.reject(new Error("payment declined"));
   setTimeout(() => window.shop.checkout({ items: [{ quantity: 1 }] }), 0);
 }, 50));"#;
@@ -80,6 +88,7 @@ window.addEventListener("load", () => setTimeout(async () => {
     let site = Site::start(move |request| match request.path.split('?').next() {
         Some("/") => Reply::html(&page_html),
         Some("/assets/app.min.js") => Reply::new(200, "text/javascript", BUNDLE),
+        Some("/api/stock") => Reply::new(409, "application/json", "{}"),
         Some("/api/cart") => Reply::new(200, "application/json", "{\"items\":[]}"),
         _ => Reply::html("<!doctype html><title>Bye</title><p>bye</p>"),
     });
@@ -148,6 +157,7 @@ window.addEventListener("load", () => setTimeout(async () => {
                 .is_some_and(|errors| errors.len() == 2)
                 && traces.contains("page load")
                 && traces.contains("/api/cart")
+                && traces.contains("POST http")
         },
     );
     assert!(session["user_agent"].is_string(), "{session}");
@@ -180,6 +190,23 @@ window.addEventListener("load", () => setTimeout(async () => {
         "{traceparent}"
     );
 
+    // An XMLHttpRequest is timed and traced too; its 409 marks the span as an error.
+    let stock = site.seen("POST", "/api/stock");
+    let traceparent = stock[0]
+        .header("traceparent")
+        .expect("a traceparent on the XHR");
+    let stock_trace = traceparent.split('-').nth(1).expect("a trace id");
+    let trace = api.get(&format!("/api/v1/traces/{stock_trace}"));
+    let span = &trace["spans"][0];
+    assert!(
+        span["name"]
+            .as_str()
+            .is_some_and(|name| name.starts_with("POST ") && name.ends_with("/api/stock")),
+        "{trace}"
+    );
+    assert_eq!(span["status"], "error", "{trace}");
+    assert_eq!(span["attributes"]["http.status_code"], 409, "{trace}");
+
     // Leaving the page ends the session.
     page.goto(&site.url("/bye"));
     wait_for_value(
@@ -187,44 +214,6 @@ window.addEventListener("load", () => setTimeout(async () => {
         || api.get(&format!("/api/v1/sessions/{session_id}")),
         |session| session["ended_at"].is_string() && session["duration_ms"].is_u64(),
     );
-}
-
-/// A site that serves `page` at `/` and forwards `/ingest/*` to `lookout`, except that `refuse`
-/// may answer a request itself; it records every status it gave to the SDK.
-fn gate_site(
-    lookout: &Arc<TestServer>,
-    page: String,
-    refuse: impl Fn(&crate::sdk_support::Seen, usize) -> Option<Reply> + Send + Sync + 'static,
-) -> (Site, Arc<Mutex<Vec<(String, u16)>>>) {
-    let statuses: Arc<Mutex<Vec<(String, u16)>>> = Arc::default();
-    let (server, record) = (lookout.clone(), statuses.clone());
-    let site = Site::start(move |request| {
-        if !request.path.starts_with("/ingest/") {
-            return Reply::html(if request.path == "/" {
-                &page
-            } else {
-                "<!doctype html><title>Bye</title>"
-            });
-        }
-        let earlier = record
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(path, _)| path == &request.path)
-            .count();
-        let reply = match request.method.as_str() {
-            "POST" => refuse(request, earlier).unwrap_or_else(|| forward(&server, request)),
-            _ => forward(&server, request),
-        };
-        if request.method == "POST" {
-            record
-                .lock()
-                .unwrap()
-                .push((request.path.clone(), reply.status));
-        }
-        reply
-    });
-    (site, statuses)
 }
 
 #[test]
@@ -268,6 +257,52 @@ fn sdk_waits_out_a_429_retry_after_before_sending_again() {
     assert_eq!(
         event_messages(&api),
         vec!["checkout failed once".to_string()]
+    );
+}
+
+#[test]
+fn sdk_retries_after_network_failures_with_a_growing_pause_and_stores_the_event_once() {
+    let lookout = Arc::new(ingest_server());
+    let page_html = shop_page(
+        &lookout,
+        "\" + location.origin + \"",
+        "flushIntervalMs: 100",
+        // The session goes first, so the error's attempts are the only requests in flight.
+        r#"window.ready.then(() => Lookout.flush()).then(() => Lookout.captureException(new Error("flaky network")));"#,
+    );
+    let (site, _) = gate_site(&lookout, page_html, |request, earlier| {
+        (request.path.starts_with("/ingest/web-errors") && earlier < 2).then(Reply::hang_up)
+    });
+    let api = ApiSession::sign_in(&lookout, OWNER);
+    let page = Page::open(&lookout);
+    page.goto(&site.url("/"));
+
+    wait_for_value(
+        "the event",
+        || json!(event_messages(&api)),
+        |messages| messages.as_array().is_some_and(|list| !list.is_empty()),
+    );
+    let posts = site.seen("POST", "/ingest/web-errors");
+    assert_eq!(posts.len(), 3, "two failures, then the delivery");
+    // Backoff: 1 s then 2 s, each with up to half taken off by jitter (the timer adds up to 0.1 s).
+    let (first, second) = (posts[1].at - posts[0].at, posts[2].at - posts[1].at);
+    assert!(
+        first >= Duration::from_millis(1000) && first < Duration::from_millis(2500),
+        "{first:?}"
+    );
+    assert!(
+        second >= Duration::from_millis(2000) && second < Duration::from_millis(4500),
+        "{second:?}"
+    );
+    assert_eq!(event_messages(&api), vec!["flaky network".to_string()]);
+    // The browser logs each failed attempt; the SDK itself reports none of them.
+    let problems = page.take_page_problems();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .all(|problem| problem.contains("ERR_EMPTY_RESPONSE")),
+        "{problems:?}"
     );
 }
 

@@ -52,10 +52,18 @@ impl Reply {
         }
     }
 
+    /// No answer at all: the connection is closed, as a network failure looks to the browser.
+    pub fn hang_up() -> Reply {
+        Reply::new(0, "text/plain", "")
+    }
+
     pub fn html(body: &str) -> Reply {
         Reply::new(200, "text/html; charset=utf-8", body)
     }
 }
+
+/// The statuses a gate gave to the SDK's posts, with their paths, in order.
+pub type Statuses = Arc<Mutex<Vec<(String, u16)>>>;
 
 type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
@@ -109,6 +117,9 @@ fn answer(stream: TcpStream, handler: &Handler, record: &Mutex<Vec<Seen>>) {
     };
     record.lock().unwrap().push(request.clone());
     let reply = handler(&request);
+    if reply.status == 0 {
+        return;
+    }
     let mut head = format!(
         "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,
@@ -187,6 +198,44 @@ pub fn forward(lookout: &TestServer, request: &Seen) -> Reply {
     let mut reply = with_cors(Reply::new(status, "application/json", body));
     reply.headers.extend(kept);
     reply
+}
+
+/// A site that serves `page` at `/` and forwards `/ingest/*` to `lookout`, except that `refuse`
+/// may answer a request itself; it records every status it gave to the SDK.
+pub fn gate_site(
+    lookout: &Arc<TestServer>,
+    page: String,
+    refuse: impl Fn(&Seen, usize) -> Option<Reply> + Send + Sync + 'static,
+) -> (Site, Statuses) {
+    let statuses: Statuses = Arc::default();
+    let (server, record) = (lookout.clone(), statuses.clone());
+    let site = Site::start(move |request| {
+        if !request.path.starts_with("/ingest/") {
+            return Reply::html(if request.path == "/" {
+                &page
+            } else {
+                "<!doctype html><title>Bye</title>"
+            });
+        }
+        let earlier = record
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(path, _)| path == &request.path)
+            .count();
+        let reply = match request.method.as_str() {
+            "POST" => refuse(request, earlier).unwrap_or_else(|| forward(&server, request)),
+            _ => forward(&server, request),
+        };
+        if request.method == "POST" {
+            record
+                .lock()
+                .unwrap()
+                .push((request.path.clone(), reply.status));
+        }
+        reply
+    });
+    (site, statuses)
 }
 
 /// A refusal from the gate with `Retry-After`, readable by the SDK on another origin.
