@@ -15,46 +15,12 @@ use crate::errors_support::{ApiSession, BUNDLE_TITLE, KEY, ingest_server, upload
 use crate::harness::{TestServer, http};
 use crate::page::Page;
 use crate::sdk_support::{
-    Reply, Site, gate_site, refusal, shop_page, versioned_sdk, wait_for_value,
+    Reply, Site, event_messages, gate_site, groups, refusal, shop_page, take_expected_problems,
+    versioned_sdk, wait_for_value,
 };
 use crate::support::OWNER;
 
 const BUNDLE: &str = include_str!("../fixtures/sourcemaps/app.min.js");
-
-/// The error groups' titles and ids, newest 100.
-fn groups(api: &ApiSession) -> Vec<(String, String)> {
-    let listed = api.get("/api/v1/error-groups?limit=100");
-    let items = listed["items"].as_array().cloned().unwrap_or_default();
-    let pairs = items.iter().map(|group| {
-        let title = group["title"].as_str().unwrap_or_default().to_string();
-        (title, group["id"].as_str().unwrap_or_default().to_string())
-    });
-    pairs.collect()
-}
-
-/// The messages of every stored error event (newest 100).
-fn event_messages(api: &ApiSession) -> Vec<String> {
-    let listed = api.get("/api/v1/errors?limit=100");
-    let items = listed["items"].as_array().cloned().unwrap_or_default();
-    let messages = items
-        .iter()
-        .map(|event| event["message"].as_str().unwrap_or_default().to_string());
-    messages.collect()
-}
-
-/// Waits until the browser reported `count` uncaught problems (the page's errors, on purpose).
-fn take_expected_problems(page: &Page, count: usize) -> Vec<String> {
-    let mut problems = Vec::new();
-    wait_for_value(
-        "the page's uncaught errors",
-        || {
-            problems.extend(page.take_page_problems());
-            json!(problems.len())
-        },
-        |seen| seen.as_u64() >= Some(count as u64),
-    );
-    problems
-}
 
 #[test]
 fn sdk_on_another_origin_reports_errors_requests_and_the_page_load_with_session_and_trace() {

@@ -1,7 +1,8 @@
 //! What the browser SDK's tests share: a tiny HTTP server on another loopback port (so another
 //! origin than Lookout's) that serves a shop's test pages and records every request, the same
 //! server used as a gate in front of Lookout's ingest that can refuse requests as the test
-//! scripts, and the test page that loads the SDK from the Lookout server.
+//! scripts, the test page that loads the SDK from the Lookout server, and what the tests read
+//! back through the API.
 
 #![allow(dead_code)]
 
@@ -11,11 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha384};
 
-use crate::errors_support::KEY;
+use crate::errors_support::{ApiSession, KEY};
 use crate::harness::{TestServer, http};
+use crate::page::Page;
 
 /// One request as the site received it (header names lower-cased).
 #[derive(Clone, Debug)]
@@ -315,4 +317,39 @@ pub fn wait_for_value(
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The error groups' titles and ids, newest 100.
+pub fn groups(api: &ApiSession) -> Vec<(String, String)> {
+    let listed = api.get("/api/v1/error-groups?limit=100");
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    let pairs = items.iter().map(|group| {
+        let title = group["title"].as_str().unwrap_or_default().to_string();
+        (title, group["id"].as_str().unwrap_or_default().to_string())
+    });
+    pairs.collect()
+}
+
+/// The messages of every stored error event (newest 100).
+pub fn event_messages(api: &ApiSession) -> Vec<String> {
+    let listed = api.get("/api/v1/errors?limit=100");
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    let messages = items
+        .iter()
+        .map(|event| event["message"].as_str().unwrap_or_default().to_string());
+    messages.collect()
+}
+
+/// Waits until the browser reported `count` uncaught problems (the page's errors, on purpose).
+pub fn take_expected_problems(page: &Page, count: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    wait_for_value(
+        "the page's uncaught errors",
+        || {
+            problems.extend(page.take_page_problems());
+            json!(problems.len())
+        },
+        |seen| seen.as_u64() >= Some(count as u64),
+    );
+    problems
 }
