@@ -149,7 +149,7 @@ function listen() {
   }));
   w.addEventListener("unhandledrejection", guard((e) => {
     const r = e.reason;
-    report("error", r && typeof r == "object" ? r.message : `Unhandled rejection: ${r}`, r);
+    report("error", r instanceof Error ? r.message : `Unhandled rejection: ${safe(() => JSON.stringify(r)) || r}`, r);
   }));
   document.addEventListener("click", guard((e) => {
     const t = e.target;
@@ -254,7 +254,11 @@ function sendQueued(closing) {
 
 /** Posts one batch: 429/503 pause for Retry-After, 413 splits, network errors back off; others drop. */
 function post(kind, items) {
-  return origFetch(url(kind), { method: "POST", body: body(kind, items), credentials: "omit", keepalive: true,
+  const text = body(kind, items);
+  // keepalive lets a batch in flight outlive the page, but browsers refuse it over 64 KB; the
+  // timeout keeps a request that never answers from holding the queue.
+  return origFetch(url(kind), { method: "POST", body: text, credentials: "omit", keepalive: text.length < BEACON_BYTES,
+    signal: AbortSignal.timeout && AbortSignal.timeout(30000),
     headers: { "Content-Type": "application/json", "X-Lookout-Key": cfg.key } }).then((r) => {
     if (r.ok) { failures = 0; return; }
     if (r.status == 429 || r.status == 503) {
