@@ -30,6 +30,7 @@ fn sdk_on_another_origin_reports_errors_requests_and_the_page_load_with_session_
     let script = r#"
 Lookout.setUser("u-42");
 Lookout.setTag("plan", "pro");
+Lookout.captureMessage("drop me", "error");
 const bundle = document.createElement("script");
 bundle.src = "/assets/app.min.js";
 document.head.append(bundle);
@@ -48,7 +49,8 @@ window.addEventListener("load", () => setTimeout(async () => {
     let page_html = shop_page(
         &lookout,
         origin.trim_end_matches('/'),
-        "flushIntervalMs: 250",
+        "flushIntervalMs: 250, beforeSend: (event) => event.message.includes(\"drop me\") ? null \
+         : Object.assign(event, { tags: Object.assign(event.tags, { checked: \"yes\" }) })",
         script,
     );
     let site = Site::start(move |request| match request.path.split('?').next() {
@@ -95,6 +97,10 @@ window.addEventListener("load", () => setTimeout(async () => {
     assert_eq!(event["environment"], "test");
     assert_eq!(event["user_id"], "u-42");
     assert_eq!(event["tags"]["plan"], "pro");
+    assert_eq!(
+        event["tags"]["checked"], "yes",
+        "beforeSend changed it: {event}"
+    );
     // The server scrubs the address (`[ip]`); the port still names the shop's origin.
     let port = format!(":{}/", site.addr.port());
     assert!(
@@ -106,7 +112,10 @@ window.addEventListener("load", () => setTimeout(async () => {
         stack.contains("/assets/app.min.js:1:"),
         "the stack as Chrome wrote it: {stack}"
     );
-    println!("groups: {found}");
+    assert!(
+        !found.to_string().contains("drop me"),
+        "beforeSend dropped it: {found}"
+    );
 
     // The session holds both errors and the traces of the page load and the fetch.
     let session_id = event["session_id"]
