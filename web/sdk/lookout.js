@@ -248,8 +248,20 @@ function sendQueued(closing) {
   if (sending || now() < pausedUntil || !queue.length) return Promise.resolve();
   sending = true;
   const items = queue.splice(0);
-  return Promise.all(batches(items, MAX_BYTES).map(([kind, list]) => post(kind, list)))
+  return postInTurn(batches(items, MAX_BYTES))
     .catch(() => {}).then(() => { sending = false; });
+}
+
+/** Posts batches one at a time (one keepalive request in flight, within the browser's quota);
+ * once a refusal has paused sending, the rest go back to the queue in order. */
+function postInTurn(list) {
+  const next = list.shift();
+  if (!next) return Promise.resolve();
+  if (now() < pausedUntil) {
+    putBack([next, ...list].flatMap(([kind, items]) => items.map((item) => [kind, item])));
+    return Promise.resolve();
+  }
+  return post(next[0], next[1]).then(() => postInTurn(list));
 }
 
 /** Posts one batch: 429/503 pause for Retry-After, 413 splits, network errors back off; others drop. */
@@ -276,7 +288,12 @@ function post(kind, items) {
 }
 
 function requeue(kind, items) {
-  queue.unshift(...items.map((item) => [kind, item]));
+  putBack(items.map((item) => [kind, item]));
+}
+
+/** Puts items back at the front of the queue; the queue keeps its bound (oldest dropped). */
+function putBack(pairs) {
+  queue.unshift(...pairs);
   while (queue.length > MAX_QUEUE) { queue.shift(); dropped++; }
 }
 
