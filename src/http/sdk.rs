@@ -256,6 +256,27 @@ mod tests {
     }
 
     #[test]
+    fn the_npm_package_packs_exactly_the_served_files() {
+        let package = include_str!("../../web/sdk/package.json");
+        let package: serde_json::Value = serde_json::from_str(package).expect("package.json");
+        let packed: Vec<&str> = package["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .filter_map(|file| file.as_str())
+            .filter(|file| file.ends_with(".js"))
+            .collect();
+        assert_eq!(packed, FILE_NAMES);
+        let entries = package["exports"].as_object().expect("exports");
+        for (name, target) in entries {
+            let target = target.as_str().expect("a path").trim_start_matches("./");
+            let known = FILE_NAMES.contains(&target) || target == "package.json";
+            assert!(known, "export {name} names {target}");
+        }
+        assert_eq!(package["module"], "./lookout.js");
+    }
+
+    #[test]
     fn both_files_are_prepared_with_a_sha384_integrity() {
         let files = sdk_files();
         assert_eq!(files.len(), FILE_NAMES.len());
