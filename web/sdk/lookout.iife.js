@@ -7,7 +7,7 @@ const PATHS = { e: ["web-errors", "events"], s: ["web-sessions", "sessions"], p:
 // The server's limits (CONTRACT section 3) with headroom for the envelope; a beacon takes 64 KB.
 const MAX_ITEMS = 100, MAX_BYTES = 200000, BEACON_BYTES = 60000, MAX_QUEUE = 1000, MAX_CRUMBS = 20;
 const w = typeof window == "object" ? window : null, ls = safe(() => w.localStorage), now = () => Date.now();
-let cfg = null, own = "", user, tags = {}, crumbs = [], queue = [], dropped = 0, timer = 0, pausedUntil = 0, failures = 0, sending = false;
+let cfg = null, own = "", user, tags = {}, crumbs = [], queue = [], dropped = 0, pausedUntil = 0, failures = 0, sending = false;
 let session, ab = { flags: {}, experiments: [] }, visitor, origFetch;
 
 function safe(run, fallback) { try { return run(); } catch (_) { return fallback; } }
@@ -27,7 +27,7 @@ function start(options) {
   session = { id: hex(16), started: now(), errors: 0 };
   sendSession();
   listen();
-  timer = setInterval(guard(sendQueued), cfg.flushIntervalMs);
+  setInterval(guard(sendQueued), cfg.flushIntervalMs);
   return loadConfig();
 }
 
@@ -150,7 +150,8 @@ function listen() {
   }));
   w.addEventListener("unhandledrejection", guard((e) => {
     const r = e.reason;
-    report("error", r instanceof Error ? r.message : `Unhandled rejection: ${safe(() => JSON.stringify(r)) || r}`, r);
+    const message = r && typeof r == "object" && "message" in r ? r.message : `Unhandled rejection: ${safe(() => JSON.stringify(r)) || r}`;
+    report("error", message, r);
   }));
   document.addEventListener("click", guard((e) => {
     const t = e.target;
@@ -158,9 +159,9 @@ function listen() {
   }), true);
   for (const kind of ["pushState", "replaceState"]) {
     const original = history[kind];
-    history[kind] = function () { const r = original.apply(this, arguments); crumb("navigation", location.href); return r; };
+    history[kind] = function () { const r = original.apply(this, arguments); crumb("navigation", bare(location.href)); return r; };
   }
-  w.addEventListener("popstate", guard(() => crumb("navigation", location.href)));
+  w.addEventListener("popstate", guard(() => crumb("navigation", bare(location.href))));
   w.addEventListener("pagehide", guard(() => { sendSession(now()); sendQueued(true); }));
   const loaded = guard(() => setTimeout(guard(pageLoad), 0));
   document.readyState == "complete" ? loaded() : w.addEventListener("load", loaded);
