@@ -160,6 +160,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::agents::terminal::routes())
         .merge(crate::agents::sessions::routes())
         .merge(crate::agents::history::routes())
+        .merge(crate::http::sdk::routes())
         .split_for_parts()
 }
 

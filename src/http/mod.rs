@@ -1,5 +1,5 @@
 //! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
-//! metrics, the embedded UI and the connection loop. Knows no capability.
+//! metrics, the embedded UI and browser SDK, and the connection loop. Knows no capability.
 
 pub mod edge;
 pub mod error;
@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod page;
 pub mod query;
+pub mod sdk;
 pub mod serve;
 pub mod ui;
 

@@ -124,7 +124,7 @@ fn inline_import_map(html: &str) -> String {
     html[start..end].to_string()
 }
 
-fn accepts_gzip(request: &HeaderMap) -> bool {
+pub(super) fn accepts_gzip(request: &HeaderMap) -> bool {
     request
         .get_all(header::ACCEPT_ENCODING)
         .iter()
@@ -138,7 +138,7 @@ fn accepts_gzip(request: &HeaderMap) -> bool {
         })
 }
 
-fn not_modified(request: &HeaderMap, etag: &str) -> bool {
+pub(super) fn not_modified(request: &HeaderMap, etag: &str) -> bool {
     request
         .get_all(header::IF_NONE_MATCH)
         .iter()

@@ -19,6 +19,8 @@ mod page;
 mod performance;
 #[path = "../integration/receiver.rs"]
 mod receiver;
+mod sdk;
+mod sdk_support;
 mod sessions;
 mod settings;
 mod sign_in;

@@ -51,6 +51,7 @@ mod lists;
 mod packaging;
 mod receiver;
 mod settings_api;
+mod sdk_serving;
 mod setup;
 mod tidy;
 mod ui_serving;
