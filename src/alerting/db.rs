@@ -167,28 +167,50 @@ pub fn deployments_of_org(
     DEPLOYMENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
 }
 
-/// Up to `limit` deployments of `org` after `after` whose `started_at` is at or after `from`
-/// and before `to`, oldest first. A re-run moves `started_at` later than the id's time, so the
-/// walk reads the org's deployments in pages until it has `limit` or none are left.
-pub fn deployments_of_org_between(
+/// Which deployments a list keeps: started in `[from, to)`, of `service`, in `environment`
+/// (each only when set).
+#[derive(Debug, Default, Clone)]
+pub struct DeploymentFilter {
+    pub from: Option<Timestamp>,
+    pub to: Option<Timestamp>,
+    pub service: Option<String>,
+    pub environment: Option<String>,
+}
+
+impl DeploymentFilter {
+    pub fn is_empty(&self) -> bool {
+        self.from.is_none()
+            && self.to.is_none()
+            && self.service.is_none()
+            && self.environment.is_none()
+    }
+
+    fn keeps(&self, deployment: &Deployment) -> bool {
+        self.from.is_none_or(|from| deployment.started_at >= from)
+            && self.to.is_none_or(|to| deployment.started_at < to)
+            && self.service.as_ref().is_none_or(|service| deployment.service == *service)
+            && (self.environment.as_ref()).is_none_or(|env| deployment.environment == *env)
+    }
+}
+
+/// Up to `limit` deployments of `org` after `after` that `filter` keeps, oldest first. A
+/// re-run moves `started_at` later than the id's time, so the walk reads the org's deployments
+/// in pages until it has `limit` or none are left.
+pub fn deployments_of_org_matching(
     txn: &impl ReadTxn,
     org: &OrgId,
     after: Option<&DeploymentId>,
     limit: usize,
-    (from, to): (Option<Timestamp>, Option<Timestamp>),
+    filter: &DeploymentFilter,
 ) -> Result<Vec<Deployment>, StoreError> {
     const PAGE: usize = 256;
-    let within = |deployment: &Deployment| {
-        from.is_none_or(|from| deployment.started_at >= from)
-            && to.is_none_or(|to| deployment.started_at < to)
-    };
     let mut cursor = after.map(|id| id.to_string());
     let mut found = Vec::new();
     loop {
         let page = DEPLOYMENTS.page_of_owner(txn, org.as_str(), cursor.as_deref(), PAGE)?;
         let full = page.len() == PAGE;
         cursor = page.last().map(|deployment| deployment.id.to_string());
-        found.extend(page.into_iter().filter(|deployment| within(deployment)));
+        found.extend(page.into_iter().filter(|deployment| filter.keeps(deployment)));
         if found.len() >= limit || !full {
             found.truncate(limit);
             return Ok(found);

@@ -7,6 +7,7 @@ mod harness;
 
 mod auth;
 mod chrome;
+mod deployments;
 mod errors;
 mod errors_support;
 mod harness_checks;
@@ -17,3 +18,4 @@ mod sign_in;
 mod support;
 mod ui_security;
 mod vendor;
+mod webhooks;

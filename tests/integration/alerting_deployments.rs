@@ -235,3 +235,39 @@ fn one_deployment_is_read_by_its_id_and_only_in_its_org() {
         assert_eq!(missing.status, 404, "{unknown}: {}", text(&missing.body));
     }
 }
+
+#[test]
+fn service_and_environment_keep_the_deployments_of_one_service_or_environment() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    for (service, environment, version) in [
+        ("api", "production", "a1"),
+        ("web", "production", "w1"),
+        ("api", "staging", "a2"),
+    ] {
+        let body = json!({"service": service, "environment": environment, "version": version,
+            "status": "succeeded"});
+        let reply = post_inbound(&server, "/api/v1/deployments/webhook", &token, &body);
+        assert_eq!(reply.status, 201, "{}", text(&reply.body));
+    }
+    let versions = |query: &str| -> Vec<String> {
+        let reply = session.get(&server, &format!("/api/v1/deployments?{query}"));
+        assert_eq!(reply.status, 200, "{query}: {}", text(&reply.body));
+        let items = reply.json()["items"].as_array().unwrap().clone();
+        let version = |item: &serde_json::Value| item["version"].as_str().unwrap().to_string();
+        items.iter().map(version).collect()
+    };
+    assert_eq!(versions("service=api"), ["a1", "a2"]);
+    assert_eq!(versions("environment=production"), ["a1", "w1"]);
+    assert_eq!(versions("service=api&environment=staging"), ["a2"]);
+    assert!(versions("service=nothing").is_empty());
+    // An empty value filters nothing, as the page's "All services" sends it.
+    assert_eq!(versions("service=&environment="), ["a1", "w1", "a2"]);
+    // Pages of a filtered list go on after the last one shown.
+    let page = session.get(&server, "/api/v1/deployments?service=api&limit=1").json();
+    let cursor = page["next_cursor"].as_str().expect("a next page").to_string();
+    assert_eq!(versions(&format!("service=api&limit=1&cursor={cursor}")), ["a2"]);
+    let twice = session.get(&server, "/api/v1/deployments?service=a&service=b");
+    twice.problem(400, "invalid_parameter");
+}
