@@ -188,7 +188,10 @@ impl DeploymentFilter {
     fn keeps(&self, deployment: &Deployment) -> bool {
         self.from.is_none_or(|from| deployment.started_at >= from)
             && self.to.is_none_or(|to| deployment.started_at < to)
-            && self.service.as_ref().is_none_or(|service| deployment.service == *service)
+            && self
+                .service
+                .as_ref()
+                .is_none_or(|service| deployment.service == *service)
             && (self.environment.as_ref()).is_none_or(|env| deployment.environment == *env)
     }
 }
@@ -210,7 +213,10 @@ pub fn deployments_of_org_matching(
         let page = DEPLOYMENTS.page_of_owner(txn, org.as_str(), cursor.as_deref(), PAGE)?;
         let full = page.len() == PAGE;
         cursor = page.last().map(|deployment| deployment.id.to_string());
-        found.extend(page.into_iter().filter(|deployment| filter.keeps(deployment)));
+        found.extend(
+            page.into_iter()
+                .filter(|deployment| filter.keeps(deployment)),
+        );
         if found.len() >= limit || !full {
             found.truncate(limit);
             return Ok(found);

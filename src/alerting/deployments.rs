@@ -261,7 +261,10 @@ async fn list_deployments(
         from: time_filter(&filters, "from")?,
         to: time_filter(&filters, "to")?,
         service: filters.get("service").filter(|s| !s.is_empty()).cloned(),
-        environment: filters.get("environment").filter(|e| !e.is_empty()).cloned(),
+        environment: filters
+            .get("environment")
+            .filter(|e| !e.is_empty())
+            .cloned(),
     };
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.

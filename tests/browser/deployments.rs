@@ -10,14 +10,23 @@ use crate::page::Query;
 use crate::support::{OWNER, owner_page};
 
 /// Posts `body` to an inbound endpoint with `token`; answers the JSON reply.
-fn inbound(server: &TestServer, path: &str, token: &str, body: &serde_json::Value) -> serde_json::Value {
+fn inbound(
+    server: &TestServer,
+    path: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> serde_json::Value {
     let response = http()
         .post(server.url(path))
         .header("x-lookout-token", token)
         .json(body)
         .send()
         .expect("inbound request");
-    assert!(response.status().is_success(), "{path}: {}", response.status());
+    assert!(
+        response.status().is_success(),
+        "{path}: {}",
+        response.status()
+    );
     response.json().expect("JSON")
 }
 
@@ -26,24 +35,47 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     let server = ingest_server();
     let api = ApiSession::sign_in(&server, OWNER);
     let token = |kind: &str| {
-        let made = api.post("/api/v1/orgs/me/inbound-tokens", &json!({"kind": kind, "name": kind}));
+        let made = api.post(
+            "/api/v1/orgs/me/inbound-tokens",
+            &json!({"kind": kind, "name": kind}),
+        );
         made["token"].as_str().unwrap().to_string()
     };
     let (deployments, jenkins) = (token("deployments"), token("jenkins"));
     let path = "/api/v1/deployments/webhook";
-    let shop = inbound(&server, path, &deployments, &json!({"service": "shop",
+    let shop = inbound(
+        &server,
+        path,
+        &deployments,
+        &json!({"service": "shop",
         "environment": "production", "version": "2026.11.3", "status": "started",
-        "commit": "3f2a9c1d0e4b", "url": "https://ci.example.com/runs/41", "external_id": "run-41"}));
-    inbound(&server, path, &deployments, &json!({"service": "shop", "environment": "production",
-        "version": "2026.11.3", "status": "succeeded", "external_id": "run-41"}));
-    inbound(&server, path, &deployments, &json!({"service": "billing",
-        "environment": "staging", "version": "0.9.0", "status": "failed"}));
+        "commit": "3f2a9c1d0e4b", "url": "https://ci.example.com/runs/41", "external_id": "run-41"}),
+    );
+    inbound(
+        &server,
+        path,
+        &deployments,
+        &json!({"service": "shop", "environment": "production",
+        "version": "2026.11.3", "status": "succeeded", "external_id": "run-41"}),
+    );
+    inbound(
+        &server,
+        path,
+        &deployments,
+        &json!({"service": "billing",
+        "environment": "staging", "version": "0.9.0", "status": "failed"}),
+    );
     for phase in ["STARTED", "COMPLETED"] {
         let status = (phase == "COMPLETED").then_some("SUCCESS");
-        inbound(&server, "/api/v1/jenkins/notify", &jenkins, &json!({"name": "shop-build",
+        inbound(
+            &server,
+            "/api/v1/jenkins/notify",
+            &jenkins,
+            &json!({"name": "shop-build",
             "build": {"number": 12, "phase": phase, "status": status,
                 "full_url": "https://jenkins.example.com/job/shop-build/12/",
-                "scm": {"commit": "3f2a9c1d0e4b", "branch": "main"}}}));
+                "scm": {"commit": "3f2a9c1d0e4b", "branch": "main"}}}),
+        );
     }
     let mut error = plain_error("Basket total is NaN");
     error["release"] = json!("2026.11.3");
@@ -51,7 +83,9 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     let shop = shop["id"].as_str().unwrap().to_string();
     wait_until("the error to be searchable by release", || {
         let found = api.get("/api/v1/error-groups?release=2026.11.3");
-        found["items"].as_array().is_some_and(|items| !items.is_empty())
+        found["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty())
     });
 
     let page = owner_page(&server);
@@ -92,7 +126,11 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     let group = api.group_id("Error: Basket total is NaN");
     page.goto(&format!("/errors/{group}"));
     wait_until("the chart's summary to name the deployment", || {
-        let label = page.eval("document.querySelector('figure.chart [role=img]')?.getAttribute('aria-label')");
-        label.as_str().unwrap_or("").ends_with("; deployments: shop 2026.11.3 (production)")
+        let label = page
+            .eval("document.querySelector('figure.chart [role=img]')?.getAttribute('aria-label')");
+        label
+            .as_str()
+            .unwrap_or("")
+            .ends_with("; deployments: shop 2026.11.3 (production)")
     });
 }

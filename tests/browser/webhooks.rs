@@ -14,9 +14,10 @@ use sha2::Sha256;
 use crate::errors_support::{ApiSession, wait_until};
 use crate::harness::{TestServer, http};
 use crate::page::{Page, Query};
-use crate::support::{OWNER, PASSWORD, owner_page};
+use crate::support::{OWNER, PASSWORD, owner_page, sign_in};
 
 const SECRET: &str = "s3cret-typed-in-the-form";
+const VIEWER: &str = "viewer@example.com";
 
 /// One request a receiver got: its headers (names lower-cased) and raw body.
 #[derive(Clone)]
@@ -42,7 +43,8 @@ fn receive_on(listener: TcpListener) -> Arc<Mutex<Vec<Request>>> {
                 kept.lock().unwrap().push(request);
             }
             let mut stream = stream;
-            let answer = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 8\r\n\r\nreceived";
+            let answer =
+                "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 8\r\n\r\nreceived";
             let _ = stream.write_all(answer.as_bytes());
         }
     });
@@ -62,7 +64,10 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
             None => break,
         }
     }
-    let request = Request { headers, body: Vec::new() };
+    let request = Request {
+        headers,
+        body: Vec::new(),
+    };
     let mut body = vec![0; request.header("content-length").parse().unwrap_or(0)];
     reader.read_exact(&mut body).ok()?;
     Some(Request { body, ..request })
@@ -74,13 +79,23 @@ fn webhook_server() -> TestServer {
         .env("WEBHOOK_RETRY_DELAYS_SECONDS", "1,1")
         .start();
     server.add_user(OWNER, "owner", PASSWORD);
+    server.add_user(VIEWER, "viewer", PASSWORD);
     server
+}
+
+/// A receiver on a fresh port: its URL and what it got.
+fn receiver() -> (String, Arc<Mutex<Vec<Request>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind receiver");
+    let address = format!("http://{}/hook", listener.local_addr().unwrap());
+    (address, receive_on(listener))
 }
 
 /// Waits until the deliveries tables on the page show exactly these states.
 fn wait_for_states(page: &Page, states: Value) {
     wait_until(&format!("deliveries in states {states}"), || {
-        page.eval("[...document.querySelectorAll('table.deliveries .pill')].map(p => p.textContent)") == states
+        page.eval(
+            "[...document.querySelectorAll('table.deliveries .pill')].map(p => p.textContent)",
+        ) == states
     });
 }
 
@@ -93,9 +108,7 @@ fn hex_hmac(secret: &str, body: &[u8]) -> String {
 #[test]
 fn a_channel_made_in_the_ui_sends_a_signed_test_and_shows_the_answer() {
     let server = webhook_server();
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind receiver");
-    let address = format!("http://{}/hook", listener.local_addr().unwrap());
-    let received = receive_on(listener);
+    let (address, received) = receiver();
 
     let page = owner_page(&server);
     page.goto("/settings/webhooks");
@@ -125,7 +138,10 @@ fn a_channel_made_in_the_ui_sends_a_signed_test_and_shows_the_answer() {
         "the signature is the HMAC-SHA256 of the body under the secret typed in the form"
     );
     let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
-    assert!(body["url"].as_str().unwrap().contains("/channels/chn_"), "{body}");
+    assert!(
+        body["url"].as_str().unwrap().contains("/channels/chn_"),
+        "{body}"
+    );
     // The delivery log shows the attempt once it is recorded.
     wait_for_states(&page, json!(["delivered"]));
     page.check_accessibility();
@@ -142,7 +158,11 @@ fn a_channel_made_in_the_ui_sends_a_signed_test_and_shows_the_answer() {
 fn a_dead_letter_is_redriven_from_the_ui_once_the_receiver_is_back() {
     let server = webhook_server();
     // A port with nothing listening: every attempt is refused.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let api = ApiSession::sign_in(&server, OWNER);
     let channel = api.post(
         "/api/v1/channels",
@@ -159,7 +179,10 @@ fn a_dead_letter_is_redriven_from_the_ui_once_the_receiver_is_back() {
     let mut dead = Vec::new();
     wait_until("the delivery to be dead-lettered", || {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        dead = api.get("/api/v1/deliveries/dead")["items"].as_array().unwrap().clone();
+        dead = api.get("/api/v1/deliveries/dead")["items"]
+            .as_array()
+            .unwrap()
+            .clone();
         !dead.is_empty()
     });
     let delivery = dead[0]["id"].as_str().unwrap().to_string();
@@ -215,8 +238,10 @@ fn an_inbound_token_is_shown_once_and_its_jenkins_url_records_a_build() {
     let notify = |url: &str| {
         http()
             .post(url)
-            .json(&json!({"name": "shop-deploy", "build": {"number": 7, "phase": "COMPLETED",
-                "status": "SUCCESS", "full_url": "https://ci.example.com/job/shop-deploy/7/"}}))
+            .json(
+                &json!({"name": "shop-deploy", "build": {"number": 7, "phase": "COMPLETED",
+                "status": "SUCCESS", "full_url": "https://ci.example.com/job/shop-deploy/7/"}}),
+            )
             .send()
             .expect("notify")
             .status()
@@ -237,7 +262,83 @@ fn an_inbound_token_is_shown_once_and_its_jenkins_url_records_a_build() {
     page.click_role("button", "Revoke Jenkins CI");
     page.click_role("button", "Revoke token");
     wait_until("the token to show revoked", || {
-        page.eval("[...document.querySelectorAll('td .pill')].map(p => p.textContent)") == json!(["revoked"])
+        page.eval("[...document.querySelectorAll('td .pill')].map(p => p.textContent)")
+            == json!(["revoked"])
     });
     assert_eq!(notify(&jenkins_url), 401);
+}
+
+#[test]
+fn a_channel_changed_in_the_ui_sends_to_its_new_url_unsigned() {
+    let server = webhook_server();
+    let (old_address, _) = receiver();
+    let (new_address, received) = receiver();
+    let api = ApiSession::sign_in(&server, OWNER);
+    let channel = api.post(
+        "/api/v1/channels",
+        &json!({"name": "ops", "url": old_address, "signing_secret": SECRET}),
+    );
+    let channel = channel["id"].as_str().unwrap().to_string();
+
+    let page = owner_page(&server);
+    page.goto(&format!("/channels/{channel}"));
+    page.wait(&Query::heading(1, "Channel: ops"));
+    page.fill_label("Name", "");
+    page.fill_label("Name", "ops-renamed");
+    page.fill_label("URL", "");
+    page.fill_label("URL", &new_address);
+    page.click_role("radio", "Remove it (send unsigned)");
+    page.click_role("radio", "Only the events chosen below");
+    page.click_role("checkbox", "Every alert event");
+    page.click_role("button", "Save changes");
+    page.wait(&Query::heading(1, "Channel: ops-renamed"));
+    page.wait_text("unsigned");
+    let saved = api.get(&format!("/api/v1/channels/{channel}"));
+    assert_eq!(saved["url"], new_address.as_str());
+    assert_eq!(saved["events"], json!(["alert.*"]));
+    assert_eq!(saved["has_signing_secret"], false);
+
+    page.click_role("button", "Test");
+    page.wait_text("The receiver accepted the test");
+    let requests = received.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("x-lookout-signature"),
+        "",
+        "sent unsigned"
+    );
+
+    // Deleted after a confirmation, back on the webhooks page.
+    page.click_role("button", "Delete");
+    page.click_role("button", "Delete channel");
+    page.wait_url(|path| path == "/settings/webhooks");
+    page.wait_text("No channel yet.");
+}
+
+#[test]
+fn a_viewer_reads_channels_but_sees_no_button_that_changes_them() {
+    let server = webhook_server();
+    let (address, _) = receiver();
+    let api = ApiSession::sign_in(&server, OWNER);
+    let channel = api.post("/api/v1/channels", &json!({"name": "ops", "url": address}));
+    let channel = channel["id"].as_str().unwrap().to_string();
+
+    let page = Page::open(&server);
+    page.goto("/login");
+    sign_in(&page, VIEWER, PASSWORD);
+    page.goto("/settings/webhooks");
+    page.wait_role("link", "ops");
+    page.goto(&format!("/channels/{channel}"));
+    page.wait(&Query::heading(1, "Channel: ops"));
+    page.wait_text("Nothing was sent to this channel yet.");
+    let buttons =
+        page.eval("[...document.querySelectorAll('main button')].map(b => b.textContent)");
+    assert_eq!(
+        buttons,
+        json!(["Refresh"]),
+        "no Test, Delete or Save for a viewer"
+    );
+    page.goto("/settings/inbound-tokens");
+    page.wait_text("Only admins manage inbound tokens.");
+    page.check_accessibility();
 }

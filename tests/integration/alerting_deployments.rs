@@ -265,9 +265,17 @@ fn service_and_environment_keep_the_deployments_of_one_service_or_environment() 
     // An empty value filters nothing, as the page's "All services" sends it.
     assert_eq!(versions("service=&environment="), ["a1", "w1", "a2"]);
     // Pages of a filtered list go on after the last one shown.
-    let page = session.get(&server, "/api/v1/deployments?service=api&limit=1").json();
-    let cursor = page["next_cursor"].as_str().expect("a next page").to_string();
-    assert_eq!(versions(&format!("service=api&limit=1&cursor={cursor}")), ["a2"]);
+    let page = session
+        .get(&server, "/api/v1/deployments?service=api&limit=1")
+        .json();
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    assert_eq!(
+        versions(&format!("service=api&limit=1&cursor={cursor}")),
+        ["a2"]
+    );
     let twice = session.get(&server, "/api/v1/deployments?service=a&service=b");
     twice.problem(400, "invalid_parameter");
 }

@@ -131,6 +131,30 @@ fn unsigned_channels_send_no_signature_and_filters_are_validated() {
 }
 
 #[test]
+fn a_patch_with_a_null_secret_removes_it_and_an_absent_one_keeps_it() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let receiver = Receiver::ok();
+    let body = json!({"url": receiver.url("/"), "signing_secret": SECRET});
+    let created = create_channel(&server, &session, body);
+    let path = format!("/api/v1/channels/{}", created["id"].as_str().unwrap());
+    let kept = patch(&server, &session, &path, &json!({"name": "renamed"}));
+    assert_eq!(kept["has_signing_secret"], true, "absent keeps the secret");
+    let removed = patch(&server, &session, &path, &json!({"signing_secret": null}));
+    assert_eq!(removed["has_signing_secret"], false, "null removes it");
+    send_test(&server, &session, created["id"].as_str().unwrap());
+    let request = receiver.wait_for(1, Duration::from_secs(10)).remove(0);
+    assert_eq!(request.header("x-lookout-signature"), None);
+    let wrong = session.write(
+        &server,
+        reqwest::Method::PATCH,
+        &path,
+        &json!({"signing_secret": 7}),
+    );
+    wrong.problem(400, "invalid_payload");
+}
+
+#[test]
 fn failures_retry_then_dead_letter_and_a_redrive_delivers_with_the_same_id() {
     let server = webhook_server(&[]);
     let session = owner(&server);

@@ -15,11 +15,20 @@ export function attemptText(attempt) {
   return `${answer}${attempt.error ? `: ${attempt.error}` : ""} in ${duration(attempt.duration_ms)}`;
 }
 
+function AttemptLine({ attempt }) {
+  const ok = attempt.status_code >= 200 && attempt.status_code < 300;
+  return html`<${Time} at=${attempt.at} /> · <span class=${ok ? "" : "attempt-failed"}>${attemptText(attempt)}</span>`;
+}
+
+/** The last attempt in a line; earlier ones behind a disclosure, so rows stay one line high. */
 function Attempts({ attempts }) {
   if (!attempts.length) return html`<span class="meta">not tried yet</span>`;
-  return html`<ol class="attempts">${attempts.map((attempt, index) => html`<li key=${index}>
-    <${Time} at=${attempt.at} /> · <span class=${attempt.status_code >= 200 && attempt.status_code < 300 ? "" : "attempt-failed"}>${attemptText(attempt)}</span>
-  </li>`)}</ol>`;
+  const last = attempts[attempts.length - 1];
+  if (attempts.length === 1) return html`<${AttemptLine} attempt=${last} />`;
+  return html`<div><${AttemptLine} attempt=${last} />
+    <details class="attempts"><summary>All ${attempts.length} attempts</summary>
+      <ol>${attempts.map((attempt, index) => html`<li key=${index}><${AttemptLine} attempt=${attempt} /></li>`)}</ol>
+    </details></div>`;
 }
 
 function Redrive({ delivery, onDone }) {

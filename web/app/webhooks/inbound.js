@@ -25,7 +25,7 @@ function Created({ token, onDone }) {
     <${SecretOnce} label="Token" value=${token.token} />
     ${snippets.map((snippet) => html`<section key=${snippet.key} class="snippet" aria-label=${snippet.title}>
       <h4>${snippet.title}</h4><p>${snippet.intro}</p>
-      <${CodeBlock} code=${snippet.code} label=${`Copy the ${snippet.title} snippet`} />
+      <${CodeBlock} code=${snippet.code} label=${snippet.copy} />
     </section>`)}
     <button type="button" onClick=${onDone}>Done</button>
   </div>`;

@@ -4,7 +4,7 @@
 
 function jenkins(base, token) {
   const address = `${base}/api/v1/jenkins/notify?token=${token}`;
-  return [{ title: "Jenkins Notification plugin", key: "jenkins", intro:
+  return [{ title: "Jenkins Notification plugin", key: "jenkins", copy: "Copy URL", intro:
     "In the job's configuration, Job Notifications → Add Endpoint: Format JSON, Protocol HTTP, Event All Events, and this URL. Keep it in a Jenkins credential: it holds the token.",
   code: address }];
 }
@@ -35,9 +35,9 @@ deploy:
   -H "X-Lookout-Token: ${token}" -H "Content-Type: application/json" \\
   -d '{"service":"checkout","environment":"production","version":"1.4.2","status":"succeeded","commit":"3f2a9c1"}'`;
   return [
-    { title: "GitHub Actions step", key: "github", intro: "The last step of the deploy job; add the token as the repository secret LOOKOUT_DEPLOYMENTS_TOKEN.", code: github },
-    { title: "GitLab CI job", key: "gitlab", intro: "Add the token as a masked CI/CD variable LOOKOUT_DEPLOYMENTS_TOKEN.", code: gitlab },
-    { title: "Any other system", key: "curl", intro: "Report started, then succeeded or failed; the same external_id updates the same deployment.", code: curl },
+    { title: "GitHub Actions step", key: "github", copy: "Copy step", intro: "The last step of the deploy job; add the token as the repository secret LOOKOUT_DEPLOYMENTS_TOKEN.", code: github },
+    { title: "GitLab CI job", key: "gitlab", copy: "Copy job", intro: "Add the token as a masked CI/CD variable LOOKOUT_DEPLOYMENTS_TOKEN.", code: gitlab },
+    { title: "Any other system", key: "curl", copy: "Copy command", intro: "Report started, then succeeded or failed; the same external_id updates the same deployment.", code: curl },
   ];
 }
 
@@ -55,12 +55,12 @@ receivers:
   -H "X-Lookout-Token: ${token}" -H "Content-Type: application/json" \\
   -d '{"title":"Disk 95% full","severity":"warning","service":"db","status":"firing","dedup_key":"db-disk"}'`;
   return [
-    { title: "Alertmanager receiver", key: "alertmanager", intro: "Alertmanager cannot set headers, so the token travels in the URL (url_file keeps it out of the file).", code: alertmanager },
-    { title: "Any other monitoring tool", key: "curl", intro: "Send firing, then resolved with the same dedup_key.", code: curl },
+    { title: "Alertmanager receiver", key: "alertmanager", copy: "Copy receiver", intro: "Alertmanager cannot set headers, so the token travels in the URL (url_file keeps it out of the file).", code: alertmanager },
+    { title: "Any other monitoring tool", key: "curl", copy: "Copy command", intro: "Send firing, then resolved with the same dedup_key.", code: curl },
   ];
 }
 
-/** The snippets for a token of `kind`: [{title, key, intro, code}]. */
+/** The snippets for a token of `kind`: [{title, key, copy (the button's words), intro, code}]. */
 export function snippetsFor(kind, base, token) {
   const build = { jenkins, deployments, alerts }[kind];
   return build ? build(base, token) : [];
