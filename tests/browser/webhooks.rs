@@ -186,6 +186,10 @@ fn a_dead_letter_is_redriven_from_the_ui_once_the_receiver_is_back() {
         !dead.is_empty()
     });
     let delivery = dead[0]["id"].as_str().unwrap().to_string();
+    // On the channel page: dead in the delivery log and among its dead letters.
+    page.goto(&format!("/channels/{channel}"));
+    wait_for_states(&page, json!(["dead", "dead"]));
+    page.wait_role("button", "Redrive all");
 
     page.goto("/settings/webhooks/dead-letters");
     page.wait(&Query::heading(1, "Dead letters"));

@@ -229,6 +229,35 @@ fn dead_letters_of_a_channel_are_redriven_all_at_once() {
 }
 
 #[test]
+fn the_dead_letter_queue_keeps_one_channel_s_when_asked() {
+    let server = webhook_server(&[("WEBHOOK_RETRY_DELAYS_SECONDS", "1")]);
+    let session = owner(&server);
+    let receiver = Receiver::start(|_| Answer::Status(503));
+    let channels: Vec<String> = (0..2)
+        .map(|_| {
+            let created = create_channel(&server, &session, json!({"url": receiver.url("/")}));
+            created["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let ids: Vec<String> = channels
+        .iter()
+        .map(|channel| send_test(&server, &session, channel))
+        .collect();
+    for id in &ids {
+        wait_state(&server, &session, id, "dead", Duration::from_secs(15));
+    }
+    let dead = |query: &str| session.get(&server, &format!("/api/v1/deliveries/dead{query}"));
+    assert_eq!(dead("").json()["items"].as_array().unwrap().len(), 2);
+    for (channel, id) in channels.iter().zip(&ids) {
+        let items = dead(&format!("?channel={channel}")).json()["items"].clone();
+        assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+        assert_eq!(items[0]["id"], id.as_str());
+    }
+    dead("?channel=chn_01J00000000000000000000000").problem(404, "not_found");
+    dead("?channel=nope").problem(400, "invalid_parameter");
+}
+
+#[test]
 fn a_slow_receiver_counts_as_a_failure_and_a_redirect_is_not_followed() {
     let server = webhook_server(&[("WEBHOOK_TIMEOUT_SECONDS", "1")]);
     let session = owner(&server);

@@ -76,8 +76,10 @@ function DeliveryLog({ id, cursor, sent }) {
 }
 
 function DeadLetters({ channel, reloadChannel }) {
-  const dead = useLoad((signal) => api("/api/v1/deliveries/dead", { signal, query: { limit: 500 } }), [channel.dead_letters]);
-  const items = ((dead.data && dead.data.items) || []).filter((delivery) => delivery.channel_id === channel.id);
+  const dead = useLoad((signal) => api("/api/v1/deliveries/dead", {
+    signal, query: { channel: channel.id, limit: 100 },
+  }), [channel.id, channel.dead_letters]);
+  const items = (dead.data && dead.data.items) || [];
   const changed = () => { dead.reload(); reloadChannel(); };
   const all = isAdmin.value && items.length > 0 && html`<${ActionButton} busyText="Redriving…"
     action=${() => api(`/api/v1/channels/${encodeURIComponent(channel.id)}/deliveries/dead/retry`, { method: "POST" })}
@@ -86,6 +88,7 @@ function DeadLetters({ channel, reloadChannel }) {
     <${LoadProblem} problem=${dead.problem} retry=${dead.reload} />
     ${dead.data && !items.length && html`<p>No dead letters: every delivery of this channel was sent or is still being tried.</p>`}
     ${items.length > 0 && html`<${DeliveryTable} deliveries=${items} onChange=${changed} caption="Dead letters" />`}
+    ${dead.data && dead.data.next_cursor && html`<p class="meta">The oldest 100 are shown; <a href="/settings/webhooks/dead-letters">the dead-letter page</a> has them all.</p>`}
   </${Panel}>`;
 }
 
