@@ -19,8 +19,11 @@ use super::model::{
 use super::rules_model::{AlertRule, RuleId, RuleState};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
+use crate::store::codec;
 use crate::store::tables::{self, composite_key};
-use crate::store::{IndexTable, ReadTxn, RecordTable, SecretTable, StoreError};
+use crate::store::{
+    IndexTable, ReadTxn, RecordTable, SecretTable, StoreError, page_of_owner_newest_first,
+};
 
 const TOKENS: SecretTable<InboundToken> =
     SecretTable::new(tables::INBOUND_TOKENS, tables::INBOUND_TOKEN_DIGESTS);
@@ -157,16 +160,6 @@ pub fn deployment_of_org(
     DEPLOYMENTS.get(txn, &composite_key(org.as_str(), id.as_str()))
 }
 
-/// Up to `limit` deployments of `org` after `after`, oldest first.
-pub fn deployments_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    after: Option<&DeploymentId>,
-    limit: usize,
-) -> Result<Vec<Deployment>, StoreError> {
-    DEPLOYMENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
-}
-
 /// Which deployments a list keeps: started in `[from, to)`, of `service`, in `environment`
 /// (each only when set).
 #[derive(Debug, Default, Clone)]
@@ -178,7 +171,7 @@ pub struct DeploymentFilter {
 }
 
 impl DeploymentFilter {
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.from.is_none()
             && self.to.is_none()
             && self.service.is_none()
@@ -196,22 +189,34 @@ impl DeploymentFilter {
     }
 }
 
-/// Up to `limit` deployments of `org` after `after` that `filter` keeps, oldest first. A
-/// re-run moves `started_at` later than the id's time, so the walk reads the org's deployments
-/// in pages until it has `limit` or none are left.
+/// Up to `limit` deployments of `org` that `filter` keeps, after the cursor `after` in the
+/// list's order: oldest first, or newest first. Without a filter one read is the page; with
+/// one (a re-run moves `started_at` later than the id's time) the walk reads the org's
+/// deployments in pages until it has `limit` or none are left.
 pub fn deployments_of_org_matching(
     txn: &impl ReadTxn,
     org: &OrgId,
     after: Option<&DeploymentId>,
     limit: usize,
     filter: &DeploymentFilter,
+    newest_first: bool,
 ) -> Result<Vec<Deployment>, StoreError> {
-    const PAGE: usize = 256;
+    let page_size = if filter.is_empty() { limit } else { 256 };
     let mut cursor = after.map(|id| id.to_string());
     let mut found = Vec::new();
     loop {
-        let page = DEPLOYMENTS.page_of_owner(txn, org.as_str(), cursor.as_deref(), PAGE)?;
-        let full = page.len() == PAGE;
+        let (owner, from) = (org.as_str(), cursor.as_deref());
+        let page = match newest_first {
+            false => DEPLOYMENTS.page_of_owner(txn, owner, from, page_size)?,
+            true => page_of_owner_newest_first(
+                txn,
+                DEPLOYMENTS.definition(),
+                (owner, from),
+                page_size,
+                |_, bytes| codec::decode(bytes),
+            )?,
+        };
+        let full = page.len() == page_size;
         cursor = page.last().map(|deployment| deployment.id.to_string());
         found.extend(
             page.into_iter()

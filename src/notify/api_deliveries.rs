@@ -21,7 +21,7 @@ use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::query::{filters, parameter_error};
+use crate::http::query::{filters, newest_first, parameter_error};
 use crate::http::{ApiError, ErrorCode};
 use crate::store::{ReadTxn, StoreError};
 
@@ -121,21 +121,26 @@ fn cursor_of(page: &PageRequest) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// The delivery log of a channel, oldest first: every attempt with time, status, error,
-/// duration and the start of the answer.
+/// The delivery log of a channel, oldest first (`order=newest`: newest first): every attempt
+/// with time, status, error, duration and the start of the answer.
 #[utoipa::path(get, path = "/api/v1/channels/{id}/deliveries", tag = "deliveries",
     params(("id" = String, Path, description = "channel id"),
         ("limit" = Option<usize>, Query, description = "page size, 1-500"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = DeliveryList), (status = 404, body = Problem, content_type = "application/problem+json")))]
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
+    responses((status = 200, body = DeliveryList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn channel_deliveries(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<DeliveryList>, ApiError> {
     let id = parse_channel_id(&id)?;
     let after = cursor_of(&page)?;
+    let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id, page.limit);
     let found = notify
         .store()
@@ -143,7 +148,11 @@ async fn channel_deliveries(
             if db::channel_of_org(txn, &org, &id)?.is_none() {
                 return Ok::<_, StoreError>(None);
             }
-            let rows = db::deliveries_of_channel(txn, &id, after.as_deref(), limit + 1)?;
+            let (cursor, want) = (after.as_deref(), limit + 1);
+            let rows = match newest {
+                false => db::deliveries_of_channel(txn, &id, cursor, want)?,
+                true => db::deliveries_of_channel_newest_first(txn, &id, cursor, want)?,
+            };
             Ok(Some(rows))
         })
         .await?;

@@ -94,6 +94,10 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     page.wait_role("link", "2026.11.3");
     page.wait_role("link", "0.9.0");
     page.wait_text("3f2a9c1d0e4b");
+    // Newest first: billing's report came after shop's.
+    let versions = page
+        .eval("[...document.querySelectorAll('tbody tr td:nth-child(3)')].map(c => c.textContent)");
+    assert_eq!(versions, json!(["0.9.0", "2026.11.3"]));
     page.check_accessibility();
     page.screenshot("deployments");
     // The service filter lives in the URL.

@@ -258,6 +258,38 @@ fn the_dead_letter_queue_keeps_one_channel_s_when_asked() {
 }
 
 #[test]
+fn the_delivery_log_reads_newest_first_when_asked() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let receiver = Receiver::ok();
+    let created = create_channel(&server, &session, json!({"url": receiver.url("/")}));
+    let channel_id = created["id"].as_str().unwrap().to_string();
+    let ids: Vec<String> = (0..3)
+        .map(|_| send_test(&server, &session, &channel_id))
+        .collect();
+    let log = |query: &str| {
+        let path = format!("/api/v1/channels/{channel_id}/deliveries?{query}");
+        let body = session.get(&server, &path).json();
+        let items = body["items"].as_array().unwrap().clone();
+        let id = |item: &serde_json::Value| item["id"].as_str().unwrap().to_string();
+        let next = body["next_cursor"].as_str().map(String::from);
+        (items.iter().map(id).collect::<Vec<_>>(), next)
+    };
+    let newest: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(log("order=newest").0, newest);
+    assert_eq!(log("").0, ids);
+    let (first, next) = log("order=newest&limit=2");
+    assert_eq!(first, newest[..2]);
+    let cursor = next.expect("a next page");
+    let rest = log(&format!("order=newest&limit=2&cursor={cursor}"));
+    assert_eq!(rest, (vec![ids[0].clone()], None));
+    let path = format!("/api/v1/channels/{channel_id}/deliveries?order=sideways");
+    session
+        .get(&server, &path)
+        .problem(400, "invalid_parameter");
+}
+
+#[test]
 fn a_slow_receiver_counts_as_a_failure_and_a_redirect_is_not_followed() {
     let server = webhook_server(&[("WEBHOOK_TIMEOUT_SECONDS", "1")]);
     let session = owner(&server);

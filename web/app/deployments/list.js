@@ -1,6 +1,6 @@
-// The deployments page (`/deployments`): every deployment CI reported (service, environment,
-// version, status, start, duration, commit, link out), filtered by service and environment in
-// the URL, paged by cursor; each opens its page. Builds from Jenkins are one link away.
+// The deployments page (`/deployments`): every deployment CI reported, newest first (service,
+// environment, version, status, start, duration, commit, link out), filtered by service and
+// environment in the URL, paged by cursor; each opens its page. Builds are one link away.
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { setQuery } from "../router.js";
@@ -49,7 +49,7 @@ export default function DeploymentsPage({ query }) {
   const environment = query.get("environment") || "";
   const cursor = query.get("cursor") || "";
   const list = useLoad((signal) => api("/api/v1/deployments", {
-    signal, query: { service, environment, cursor, limit: 50 },
+    signal, query: { service, environment, cursor, limit: 50, order: "newest" },
   }), [service, environment, cursor]);
   const items = (list.data && list.data.items) || [];
   return html`<div>
@@ -60,7 +60,7 @@ export default function DeploymentsPage({ query }) {
       ? "No deployments match these filters."
       : html`No deployments yet. CI reports them to /api/v1/deployments/webhook with a deployments token: <a href="/settings/inbound-tokens">create one</a> and paste its snippet into the pipeline.`}</p></div>`}
     ${items.length > 0 && html`<table>
-      <caption class="visually-hidden">Deployments, oldest first</caption>
+      <caption class="visually-hidden">Deployments, newest first</caption>
       <thead><tr><th scope="col">Service</th><th scope="col">Environment</th><th scope="col">Version</th><th scope="col">Status</th>
         <th scope="col">Started</th><th scope="col" class="number">Duration</th><th scope="col">Commit</th><th scope="col">CI</th></tr></thead>
       <tbody>${items.map((deployment) => html`<${DeploymentRow} key=${deployment.id} deployment=${deployment} />`)}</tbody>

@@ -64,13 +64,13 @@ function DeleteChannel({ channel }) {
 /** `sent`: the last test's delivery, so the log shows it once it is recorded. */
 function DeliveryLog({ id, cursor, sent }) {
   const log = useLoad((signal) => api(`/api/v1/channels/${encodeURIComponent(id)}/deliveries`, {
-    signal, query: { limit: 25, cursor },
+    signal, query: { limit: 25, cursor, order: "newest" },
   }), [id, cursor, sent]);
   const items = (log.data && log.data.items) || [];
   return html`<${Panel} title="Delivery log" actions=${html`<button type="button" class="quiet" onClick=${log.reload}>Refresh</button>`}>
     <${LoadProblem} problem=${log.problem} retry=${log.reload} />
     ${log.data && !items.length && html`<p>Nothing was sent to this channel yet. Use Test to send a test event.</p>`}
-    ${items.length > 0 && html`<p class="meta">Oldest first.</p><${DeliveryTable} deliveries=${items} onChange=${log.reload} caption="Delivery log" />`}
+    ${items.length > 0 && html`<${DeliveryTable} deliveries=${items} onChange=${log.reload} caption="Delivery log, newest first" />`}
     ${log.data && html`<${CursorPaging} cursor=${cursor} nextCursor=${log.data.next_cursor} param="log" label="Delivery log pages" />`}
   </${Panel}>`;
 }
