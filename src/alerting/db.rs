@@ -258,14 +258,24 @@ pub fn put_build(txn: &WriteTransaction, build: &Build) -> Result<(), StoreError
     BUILD_NUMBERS.insert(txn, &number, build.id.as_str())
 }
 
-/// Up to `limit` builds of `org` after `after`, in order of their first notification.
+/// Up to `limit` builds of `org` after the cursor `after`, in order of their first
+/// notification, or newest first.
 pub fn builds_of_org(
     txn: &impl ReadTxn,
     org: &OrgId,
     after: Option<&BuildId>,
     limit: usize,
+    newest_first: bool,
 ) -> Result<Vec<Build>, StoreError> {
-    BUILDS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+    let (owner, after) = (org.as_str(), after.map(|id| id.as_str()));
+    match newest_first {
+        false => BUILDS.page_of_owner(txn, owner, after, limit),
+        true => {
+            page_of_owner_newest_first(txn, BUILDS.definition(), (owner, after), limit, |_, b| {
+                codec::decode(b)
+            })
+        }
+    }
 }
 
 // ---- incidents ----

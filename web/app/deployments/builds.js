@@ -1,5 +1,5 @@
-// The builds page (`/builds`): the builds Jenkins reported through the Notification plugin (job,
-// number, phase, status, duration, branch, commit, link out), paged by cursor.
+// The builds page (`/builds`): the builds Jenkins reported through the Notification plugin,
+// newest first (job, number, phase, status, duration, branch, commit, link out), paged by cursor.
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { useLoad } from "../components/load.js";
@@ -30,7 +30,7 @@ function BuildRow({ build }) {
 
 export default function BuildsPage({ query }) {
   const cursor = query.get("cursor") || "";
-  const list = useLoad((signal) => api("/api/v1/builds", { signal, query: { cursor, limit: 50 } }), [cursor]);
+  const list = useLoad((signal) => api("/api/v1/builds", { signal, query: { cursor, limit: 50, order: "newest" } }), [cursor]);
   const items = (list.data && list.data.items) || [];
   return html`<div>
     <p class="meta"><a href="/deployments">Deployments</a></p>
@@ -38,7 +38,7 @@ export default function BuildsPage({ query }) {
     <${LoadProblem} problem=${list.problem} retry=${list.reload} />
     ${list.data && !items.length && html`<div class="empty"><p>No builds yet. Jenkins reports them through the Notification plugin with a jenkins token: <a href="/settings/inbound-tokens">create one</a> and paste its URL into the job's Job Notifications.</p></div>`}
     ${items.length > 0 && html`<table>
-      <caption class="visually-hidden">Builds, in order of their first report</caption>
+      <caption class="visually-hidden">Builds, newest first</caption>
       <thead><tr><th scope="col">Job</th><th scope="col" class="number">Number</th><th scope="col">Phase</th><th scope="col">Status</th>
         <th scope="col">Started</th><th scope="col" class="number">Duration</th><th scope="col">Branch</th><th scope="col">Commit</th><th scope="col">Jenkins</th></tr></thead>
       <tbody>${items.map((build) => html`<${BuildRow} key=${build.id} build=${build} />`)}</tbody>
