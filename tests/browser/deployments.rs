@@ -100,6 +100,9 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     assert_eq!(versions, json!(["0.9.0", "2026.11.3"]));
     page.check_accessibility();
     page.screenshot("deployments");
+    // From a cold load until the list is on screen (reported, not asserted).
+    let ms = page.interactive_ms("/deployments", &Query::role("link", "0.9.0"));
+    eprintln!("deployments interactive with its data after {ms:.0} ms");
     // The service filter lives in the URL.
     page.goto("/deployments?service=billing");
     page.wait_role("link", "0.9.0");
