@@ -19,6 +19,7 @@ use super::model::{Build, BuildId, BuildNotification, apply_notification, phase_
 use crate::auth::{Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::query::{filters, newest_first};
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::Notify;
 use crate::store::Store;
@@ -174,10 +175,13 @@ async fn jenkins_notify(
     Ok(Json(build_view(&build)))
 }
 
-/// Lists the builds Jenkins reported, in order of their first notification.
+/// Lists the builds Jenkins reported, in order of their first notification (`order=newest`:
+/// newest first).
 #[utoipa::path(get, path = "/api/v1/builds", tag = "builds",
-    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = BuildList)))]
+    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
+        ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
+    responses((status = 200, body = BuildList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_builds(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
@@ -185,10 +189,11 @@ async fn list_builds(
 ) -> Result<Json<BuildList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(BuildId::parse)?;
+    let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let rows = notify
         .store()
-        .read(move |txn| db::builds_of_org(txn, &org, after.as_ref(), limit + 1))
+        .read(move |txn| db::builds_of_org(txn, &org, after.as_ref(), limit + 1, newest))
         .await?;
     let (rows, next_cursor) = page.split(rows, |build| build.id.to_string());
     Ok(Json(BuildList {

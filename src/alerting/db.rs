@@ -19,8 +19,11 @@ use super::model::{
 use super::rules_model::{AlertRule, RuleId, RuleState};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
+use crate::store::codec;
 use crate::store::tables::{self, composite_key};
-use crate::store::{IndexTable, ReadTxn, RecordTable, SecretTable, StoreError};
+use crate::store::{
+    IndexTable, ReadTxn, RecordTable, SecretTable, StoreError, page_of_owner_newest_first,
+};
 
 const TOKENS: SecretTable<InboundToken> =
     SecretTable::new(tables::INBOUND_TOKENS, tables::INBOUND_TOKEN_DIGESTS);
@@ -157,38 +160,68 @@ pub fn deployment_of_org(
     DEPLOYMENTS.get(txn, &composite_key(org.as_str(), id.as_str()))
 }
 
-/// Up to `limit` deployments of `org` after `after`, oldest first.
-pub fn deployments_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    after: Option<&DeploymentId>,
-    limit: usize,
-) -> Result<Vec<Deployment>, StoreError> {
-    DEPLOYMENTS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+/// Which deployments a list keeps: started in `[from, to)`, of `service`, in `environment`
+/// (each only when set).
+#[derive(Debug, Default, Clone)]
+pub struct DeploymentFilter {
+    pub from: Option<Timestamp>,
+    pub to: Option<Timestamp>,
+    pub service: Option<String>,
+    pub environment: Option<String>,
 }
 
-/// Up to `limit` deployments of `org` after `after` whose `started_at` is at or after `from`
-/// and before `to`, oldest first. A re-run moves `started_at` later than the id's time, so the
-/// walk reads the org's deployments in pages until it has `limit` or none are left.
-pub fn deployments_of_org_between(
+impl DeploymentFilter {
+    fn is_empty(&self) -> bool {
+        self.from.is_none()
+            && self.to.is_none()
+            && self.service.is_none()
+            && self.environment.is_none()
+    }
+
+    fn keeps(&self, deployment: &Deployment) -> bool {
+        self.from.is_none_or(|from| deployment.started_at >= from)
+            && self.to.is_none_or(|to| deployment.started_at < to)
+            && self
+                .service
+                .as_ref()
+                .is_none_or(|service| deployment.service == *service)
+            && (self.environment.as_ref()).is_none_or(|env| deployment.environment == *env)
+    }
+}
+
+/// Up to `limit` deployments of `org` that `filter` keeps, after the cursor `after` in the
+/// list's order: oldest first, or newest first. Without a filter one read is the page; with
+/// one (a re-run moves `started_at` later than the id's time) the walk reads the org's
+/// deployments in pages until it has `limit` or none are left.
+pub fn deployments_of_org_matching(
     txn: &impl ReadTxn,
     org: &OrgId,
     after: Option<&DeploymentId>,
     limit: usize,
-    (from, to): (Option<Timestamp>, Option<Timestamp>),
+    filter: &DeploymentFilter,
+    newest_first: bool,
 ) -> Result<Vec<Deployment>, StoreError> {
-    const PAGE: usize = 256;
-    let within = |deployment: &Deployment| {
-        from.is_none_or(|from| deployment.started_at >= from)
-            && to.is_none_or(|to| deployment.started_at < to)
-    };
+    let page_size = if filter.is_empty() { limit } else { 256 };
     let mut cursor = after.map(|id| id.to_string());
     let mut found = Vec::new();
     loop {
-        let page = DEPLOYMENTS.page_of_owner(txn, org.as_str(), cursor.as_deref(), PAGE)?;
-        let full = page.len() == PAGE;
+        let (owner, from) = (org.as_str(), cursor.as_deref());
+        let page = match newest_first {
+            false => DEPLOYMENTS.page_of_owner(txn, owner, from, page_size)?,
+            true => page_of_owner_newest_first(
+                txn,
+                DEPLOYMENTS.definition(),
+                (owner, from),
+                page_size,
+                |_, bytes| codec::decode(bytes),
+            )?,
+        };
+        let full = page.len() == page_size;
         cursor = page.last().map(|deployment| deployment.id.to_string());
-        found.extend(page.into_iter().filter(|deployment| within(deployment)));
+        found.extend(
+            page.into_iter()
+                .filter(|deployment| filter.keeps(deployment)),
+        );
         if found.len() >= limit || !full {
             found.truncate(limit);
             return Ok(found);
@@ -225,14 +258,24 @@ pub fn put_build(txn: &WriteTransaction, build: &Build) -> Result<(), StoreError
     BUILD_NUMBERS.insert(txn, &number, build.id.as_str())
 }
 
-/// Up to `limit` builds of `org` after `after`, in order of their first notification.
+/// Up to `limit` builds of `org` after the cursor `after`, in order of their first
+/// notification, or newest first.
 pub fn builds_of_org(
     txn: &impl ReadTxn,
     org: &OrgId,
     after: Option<&BuildId>,
     limit: usize,
+    newest_first: bool,
 ) -> Result<Vec<Build>, StoreError> {
-    BUILDS.page_of_owner(txn, org.as_str(), after.map(|id| id.as_str()), limit)
+    let (owner, after) = (org.as_str(), after.map(|id| id.as_str()));
+    match newest_first {
+        false => BUILDS.page_of_owner(txn, owner, after, limit),
+        true => {
+            page_of_owner_newest_first(txn, BUILDS.definition(), (owner, after), limit, |_, b| {
+                codec::decode(b)
+            })
+        }
+    }
 }
 
 // ---- incidents ----

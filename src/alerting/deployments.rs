@@ -22,7 +22,7 @@ use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus,
 use crate::auth::{Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::query::{filters, time_filter};
+use crate::http::query::{filters, newest_first, time_filter};
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::ingest::services::{Activity, record_activity};
 use crate::notify::{self, Event, EventExtra, Notify};
@@ -238,12 +238,16 @@ async fn deployment_webhook(
     Ok((status, Json(deployment_view(&deployment))))
 }
 
-/// Lists the organisation's deployments, oldest first; `from`/`to` keep those started in
-/// that range (the overview's markers).
+/// Lists the organisation's deployments, oldest first (`order=newest`: newest first);
+/// `from`/`to` keep those started in that range (the overview's markers), `service` and
+/// `environment` those of one service or environment (the deployments page's filters).
 #[utoipa::path(get, path = "/api/v1/deployments", tag = "deployments",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("from" = Option<String>, Query, description = "started at or after (RFC 3339 or epoch ms)"),
-        ("to" = Option<String>, Query, description = "started before")),
+        ("to" = Option<String>, Query, description = "started before"),
+        ("service" = Option<String>, Query, description = "only this service's deployments"),
+        ("environment" = Option<String>, Query, description = "only deployments to this environment"),
+        ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
     responses((status = 200, body = DeploymentList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_deployments(
@@ -253,15 +257,26 @@ async fn list_deployments(
 ) -> Result<Json<DeploymentList>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(DeploymentId::parse)?;
-    let filters = filters(query.as_deref(), &["from", "to"])?;
-    let range = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
+    let filters = filters(
+        query.as_deref(),
+        &["from", "to", "service", "environment", "order"],
+    )?;
+    let filter = db::DeploymentFilter {
+        from: time_filter(&filters, "from")?,
+        to: time_filter(&filters, "to")?,
+        service: filters.get("service").filter(|s| !s.is_empty()).cloned(),
+        environment: filters
+            .get("environment")
+            .filter(|e| !e.is_empty())
+            .cloned(),
+    };
+    let newest = newest_first(&filters)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.
     let rows = notify
         .store()
-        .read(move |txn| match range {
-            (None, None) => db::deployments_of_org(txn, &org, after.as_ref(), limit + 1),
-            _ => db::deployments_of_org_between(txn, &org, after.as_ref(), limit + 1, range),
+        .read(move |txn| {
+            db::deployments_of_org_matching(txn, &org, after.as_ref(), limit + 1, &filter, newest)
         })
         .await?;
     let (rows, next_cursor) = page.split(rows, |deployment| deployment.id.to_string());

@@ -45,6 +45,15 @@ pub fn time_filter(
         .ok_or_else(|| parameter_error(format!("{name}: expected RFC 3339 or epoch milliseconds")))
 }
 
+/// The list order `order`: `oldest` (the default) or `newest`; answers whether newest first.
+pub fn newest_first(filters: &HashMap<String, String>) -> Result<bool, ApiError> {
+    match filters.get("order").map(String::as_str) {
+        None | Some("" | "oldest") => Ok(false),
+        Some("newest") => Ok(true),
+        Some(_) => Err(parameter_error("order: oldest or newest")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +71,14 @@ mod tests {
         assert!(!found.contains_key("x"));
         let bad = filters(Some("from=-5"), &["from"]).unwrap();
         assert!(time_filter(&bad, "from").is_err());
+    }
+
+    #[test]
+    fn order_is_oldest_unless_newest_is_asked() {
+        let order = |query: &str| newest_first(&filters(Some(query), &["order"]).unwrap());
+        assert!(!order("").unwrap());
+        assert!(!order("order=oldest").unwrap());
+        assert!(order("order=newest").unwrap());
+        assert!(order("order=latest").is_err());
     }
 }

@@ -62,13 +62,19 @@ pub struct UpdateChannelRequest {
     #[serde(default)]
     pub url: Option<String>,
     /// A string sets the secret, `null` removes it, absent keeps it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub signing_secret: Option<Value>,
     #[serde(default)]
     pub events: Option<Vec<String>>,
     #[serde(default)]
     pub enabled: Option<bool>,
+}
+
+/// A field that is present, `null` included: serde reads a bare `null` into `None` for an
+/// `Option`, which would make "remove the secret" look like "keep it".
+fn present<'de, D: serde::Deserializer<'de>>(input: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(input).map(Some)
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -6,7 +6,7 @@
 //! delivery id, so receivers that drop duplicates by `X-Lookout-Delivery` stay correct.
 
 use axum::Json;
-use axum::extract::{FromRef, Path, State};
+use axum::extract::{FromRef, Path, RawQuery, State};
 use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -14,14 +14,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::api::parse_channel_id;
-use super::model::{Delivery, DeliveryId, DeliveryState};
+use super::model::{ChannelId, Delivery, DeliveryId, DeliveryState};
 use super::{Notify, db};
+use crate::accounts::model::OrgId;
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::query::{filters, newest_first, parameter_error};
 use crate::http::{ApiError, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{ReadTxn, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -119,21 +121,26 @@ fn cursor_of(page: &PageRequest) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// The delivery log of a channel, oldest first: every attempt with time, status, error,
-/// duration and the start of the answer.
+/// The delivery log of a channel, oldest first (`order=newest`: newest first): every attempt
+/// with time, status, error, duration and the start of the answer.
 #[utoipa::path(get, path = "/api/v1/channels/{id}/deliveries", tag = "deliveries",
     params(("id" = String, Path, description = "channel id"),
         ("limit" = Option<usize>, Query, description = "page size, 1-500"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = DeliveryList), (status = 404, body = Problem, content_type = "application/problem+json")))]
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
+    responses((status = 200, body = DeliveryList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn channel_deliveries(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<DeliveryList>, ApiError> {
     let id = parse_channel_id(&id)?;
     let after = cursor_of(&page)?;
+    let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id, page.limit);
     let found = notify
         .store()
@@ -141,7 +148,11 @@ async fn channel_deliveries(
             if db::channel_of_org(txn, &org, &id)?.is_none() {
                 return Ok::<_, StoreError>(None);
             }
-            let rows = db::deliveries_of_channel(txn, &id, after.as_deref(), limit + 1)?;
+            let (cursor, want) = (after.as_deref(), limit + 1);
+            let rows = match newest {
+                false => db::deliveries_of_channel(txn, &id, cursor, want)?,
+                true => db::deliveries_of_channel_newest_first(txn, &id, cursor, want)?,
+            };
             Ok(Some(rows))
         })
         .await?;
@@ -149,61 +160,84 @@ async fn channel_deliveries(
     Ok(Json(paged(&page, rows)))
 }
 
-/// The dead-letter queue of the organisation, channel by channel, oldest first.
+/// Up to `limit` dead letters of `org` after the delivery `after`, channel by channel, oldest
+/// first: the walk resumes in the cursor's channel, after it, then goes on to later channels.
+fn dead_of_org(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Delivery>, StoreError> {
+    let resume = match after {
+        Some(id) => DeliveryId::parse(id)
+            .ok()
+            .map(|id| db::get_delivery(txn, &id))
+            .transpose()?
+            .flatten()
+            .map(|d| d.channel_id),
+        None => None,
+    };
+    let mut rows = Vec::new();
+    let mut started = resume.is_none();
+    for channel in db::channels_of_org(txn, org)? {
+        let after_here = match &resume {
+            Some(channel_id) if *channel_id == channel.id => {
+                started = true;
+                after
+            }
+            _ => None,
+        };
+        if !started {
+            continue;
+        }
+        let want = limit - rows.len();
+        rows.extend(db::dead_of_channel(txn, &channel.id, after_here, want)?);
+        if rows.len() >= limit {
+            break;
+        }
+    }
+    Ok(rows)
+}
+
+/// The dead-letter queue of the organisation, channel by channel, oldest first; `channel`
+/// keeps one channel's.
 #[utoipa::path(get, path = "/api/v1/deliveries/dead", tag = "deliveries",
-    params(("limit" = Option<usize>, Query, description = "page size, 1-500"),
+    params(("channel" = Option<String>, Query, description = "only this channel's dead letters"),
+        ("limit" = Option<usize>, Query, description = "page size, 1-500"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = DeliveryList)))]
+    responses((status = 200, body = DeliveryList),
+        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "no such channel", body = Problem, content_type = "application/problem+json")))]
 async fn dead_deliveries(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
     page: PageRequest,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<DeliveryList>, ApiError> {
     let after = cursor_of(&page)?;
+    let channel = match filters(query.as_deref(), &["channel"])?.get("channel") {
+        Some(text) => {
+            Some(ChannelId::parse(text).map_err(|_| parameter_error("channel: not a channel id"))?)
+        }
+        None => None,
+    };
     let (org, limit) = (caller.org_id, page.limit);
+    // One row more than asked tells whether another page follows.
     let rows = notify
         .store()
-        .read(move |txn| {
-            // The cursor is a delivery id: resume in its channel, after it, then later channels.
-            let resume = match &after {
-                Some(id) => DeliveryId::parse(id)
-                    .ok()
-                    .map(|id| db::get_delivery(txn, &id))
-                    .transpose()?
-                    .flatten()
-                    .map(|d| d.channel_id),
-                None => None,
-            };
-            let mut rows = Vec::new();
-            let mut started = resume.is_none();
-            for channel in db::channels_of_org(txn, &org)? {
-                let after_here = match &resume {
-                    Some(channel_id) if *channel_id == channel.id => {
-                        started = true;
-                        after.as_deref()
-                    }
-                    _ => None,
-                };
-                if !started {
-                    continue;
-                }
-                let want = limit + 1 - rows.len();
-                rows.extend(db::dead_of_channel(txn, &channel.id, after_here, want)?);
-                if rows.len() > limit {
-                    break;
-                }
-            }
-            Ok::<_, StoreError>(rows)
+        .read(move |txn| match &channel {
+            None => dead_of_org(txn, &org, after.as_deref(), limit + 1).map(Some),
+            Some(id) => match db::channel_of_org(txn, &org, id)? {
+                None => Ok(None),
+                Some(_) => db::dead_of_channel(txn, id, after.as_deref(), limit + 1).map(Some),
+            },
         })
-        .await?;
+        .await?
+        .ok_or_else(|| ApiError::not_found("channel"))?;
     Ok(Json(paged(&page, rows)))
 }
 
-async fn load_delivery(
-    notify: &Notify,
-    caller_org: crate::accounts::model::OrgId,
-    id: &str,
-) -> Result<Delivery, ApiError> {
+async fn load_delivery(notify: &Notify, caller_org: OrgId, id: &str) -> Result<Delivery, ApiError> {
     let id = DeliveryId::parse(id).map_err(|_| ApiError::not_found("delivery"))?;
     let found = notify
         .store()

@@ -12,7 +12,9 @@ use super::model::{Channel, ChannelId, Delivery, DeliveryId, DeliveryState};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
 use crate::store::tables::{self, composite_key, owner_prefix};
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError};
+use crate::store::{
+    IndexTable, ReadTxn, RecordTable, Scan, StoreError, page_of_owner_newest_first,
+};
 
 const CHANNELS: RecordTable<Channel> = RecordTable::new(tables::CHANNELS);
 const ORG_CHANNELS: IndexTable = IndexTable::new(tables::ORG_CHANNELS);
@@ -158,6 +160,19 @@ pub fn deliveries_of_channel(
     page_of(txn, CHANNEL_DELIVERIES, channel, after, limit)
 }
 
+/// A page of one channel's deliveries, newest first, before the cursor (a delivery id).
+pub fn deliveries_of_channel_newest_first(
+    txn: &impl ReadTxn,
+    channel: &ChannelId,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Delivery>, StoreError> {
+    let owner = (channel.as_str(), before);
+    let index = CHANNEL_DELIVERIES.definition();
+    let ids = page_of_owner_newest_first(txn, index, owner, limit, |_, id| Ok(id.to_string()))?;
+    ids.iter().map(|id| indexed_delivery(txn, id)).collect()
+}
+
 /// A page of one channel's dead letters, oldest first.
 pub fn dead_of_channel(
     txn: &impl ReadTxn,
@@ -187,15 +202,16 @@ fn page_of(
         after: after_key.as_deref(),
         limit,
     };
-    let mut deliveries = Vec::new();
-    for (_, id) in index.scan(txn, scan)? {
-        let delivery = DELIVERIES
-            .get(txn, &id)?
-            .ok_or_else(|| StoreError::Corrupt {
-                what: "delivery index",
-                detail: format!("{id} is indexed but missing"),
-            })?;
-        deliveries.push(delivery);
-    }
-    Ok(deliveries)
+    let rows = index.scan(txn, scan)?;
+    rows.iter()
+        .map(|(_, id)| indexed_delivery(txn, id))
+        .collect()
+}
+
+/// The delivery an index row names; its absence is corruption.
+fn indexed_delivery(txn: &impl ReadTxn, id: &str) -> Result<Delivery, StoreError> {
+    DELIVERIES.get(txn, id)?.ok_or_else(|| StoreError::Corrupt {
+        what: "delivery index",
+        detail: format!("{id} is indexed but missing"),
+    })
 }

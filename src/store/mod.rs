@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 
 pub use table::{
     IndexTable, IndexWriter, ReadTxn, RecordTable, RecordWriter, Scan, SecretTable, meta_get,
-    meta_put, meta_remove,
+    meta_put, meta_remove, page_of_owner_newest_first,
 };
 
 /// How long a client is told to wait before retrying a write refused by a degraded store.

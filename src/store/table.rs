@@ -116,6 +116,33 @@ impl<V: Value + 'static> OpenTable<'_, V> {
         Ok(rows)
     }
 
+    /// Rows whose keys start with `prefix` (which ends in `/`) and sort before `before` when
+    /// given, last key first, at most `limit`: the newest-first pages of ULID-keyed lists.
+    pub fn scan_back_with<T>(
+        &self,
+        prefix: &str,
+        before: Option<&str>,
+        limit: usize,
+        mut read: impl FnMut(&str, V::SelfType<'_>) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        // `0` is the character right after `/`: `{owner}0` is the first key past the owner's.
+        let past = format!("{}0", prefix.trim_end_matches('/'));
+        let end = before
+            .filter(|before| *before < past.as_str())
+            .unwrap_or(&past);
+        let bounds = (Bound::Included(prefix), Bound::Excluded(end));
+        let range = match self {
+            OpenTable::Read(table) => table.range::<&str>(bounds)?,
+            OpenTable::Write(table) => table.range::<&str>(bounds)?,
+        };
+        let mut rows = Vec::new();
+        for entry in range.rev().take(limit) {
+            let (key, value) = entry?;
+            rows.push(read(key.value(), value.value())?);
+        }
+        Ok(rows)
+    }
+
     pub fn row_count(&self) -> Result<u64, StoreError> {
         Ok(match self {
             OpenTable::Read(table) => table.len()?,
@@ -415,4 +442,20 @@ fn page_of_owner<T>(
         limit,
     })?;
     Ok(rows.into_iter().map(|(_, value)| value).collect())
+}
+
+/// One page of the rows of `table` keyed `{owner}/{id}`, newest id first, before the id
+/// `before`, each turned into a value by `read(key, value)`. Record tables pass
+/// `codec::decode` as `read`, index tables take the target.
+pub fn page_of_owner_newest_first<V: Value + 'static, T>(
+    txn: &impl ReadTxn,
+    table: TableDefinition<'static, &'static str, V>,
+    (owner, before): (&str, Option<&str>),
+    limit: usize,
+    read: impl FnMut(&str, V::SelfType<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let prefix = super::tables::owner_prefix(owner);
+    let before = before.map(|id| super::tables::composite_key(owner, id));
+    txn.open(table)?
+        .scan_back_with(&prefix, before.as_deref(), limit, read)
 }

@@ -235,3 +235,86 @@ fn one_deployment_is_read_by_its_id_and_only_in_its_org() {
         assert_eq!(missing.status, 404, "{unknown}: {}", text(&missing.body));
     }
 }
+
+#[test]
+fn service_and_environment_keep_the_deployments_of_one_service_or_environment() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    for (service, environment, version) in [
+        ("api", "production", "a1"),
+        ("web", "production", "w1"),
+        ("api", "staging", "a2"),
+    ] {
+        let body = json!({"service": service, "environment": environment, "version": version,
+            "status": "succeeded"});
+        let reply = post_inbound(&server, "/api/v1/deployments/webhook", &token, &body);
+        assert_eq!(reply.status, 201, "{}", text(&reply.body));
+    }
+    let versions = |query: &str| -> Vec<String> {
+        let reply = session.get(&server, &format!("/api/v1/deployments?{query}"));
+        assert_eq!(reply.status, 200, "{query}: {}", text(&reply.body));
+        let items = reply.json()["items"].as_array().unwrap().clone();
+        let version = |item: &serde_json::Value| item["version"].as_str().unwrap().to_string();
+        items.iter().map(version).collect()
+    };
+    assert_eq!(versions("service=api"), ["a1", "a2"]);
+    assert_eq!(versions("environment=production"), ["a1", "w1"]);
+    assert_eq!(versions("service=api&environment=staging"), ["a2"]);
+    assert!(versions("service=nothing").is_empty());
+    // An empty value filters nothing, as the page's "All services" sends it.
+    assert_eq!(versions("service=&environment="), ["a1", "w1", "a2"]);
+    // Pages of a filtered list go on after the last one shown.
+    let page = session
+        .get(&server, "/api/v1/deployments?service=api&limit=1")
+        .json();
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    assert_eq!(
+        versions(&format!("service=api&limit=1&cursor={cursor}")),
+        ["a2"]
+    );
+    let twice = session.get(&server, "/api/v1/deployments?service=a&service=b");
+    twice.problem(400, "invalid_parameter");
+}
+
+#[test]
+fn order_newest_lists_the_latest_deployment_first_and_pages_back() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let token = inbound_secret(&server, &session, "deployments");
+    for (service, version) in [("api", "1"), ("web", "2"), ("api", "3"), ("api", "4")] {
+        let body = json!({"service": service, "environment": "production", "version": version,
+            "status": "succeeded"});
+        let reply = post_inbound(&server, "/api/v1/deployments/webhook", &token, &body);
+        assert_eq!(reply.status, 201, "{}", text(&reply.body));
+    }
+    let page = |query: &str| {
+        let reply = session.get(&server, &format!("/api/v1/deployments?{query}"));
+        assert_eq!(reply.status, 200, "{query}: {}", text(&reply.body));
+        let body = reply.json();
+        let items = body["items"].as_array().unwrap().clone();
+        let version = |item: &serde_json::Value| item["version"].as_str().unwrap().to_string();
+        let next = body["next_cursor"].as_str().map(String::from);
+        (items.iter().map(version).collect::<Vec<_>>(), next)
+    };
+    assert_eq!(page("order=newest").0, ["4", "3", "2", "1"]);
+    assert_eq!(page("order=oldest").0, ["1", "2", "3", "4"]);
+    // Pages go on to older deployments, with and without a filter.
+    let (first, next) = page("order=newest&limit=3");
+    assert_eq!(first, ["4", "3", "2"]);
+    let cursor = next.expect("a next page");
+    assert_eq!(
+        page(&format!("order=newest&limit=3&cursor={cursor}")).0,
+        ["1"]
+    );
+    let (first, next) = page("order=newest&service=api&limit=2");
+    assert_eq!(first, ["4", "3"]);
+    let cursor = next.expect("a next page");
+    let rest = page(&format!("order=newest&service=api&limit=2&cursor={cursor}"));
+    assert_eq!(rest, (vec!["1".to_string()], None));
+    let bad = session.get(&server, "/api/v1/deployments?order=latest");
+    bad.problem(400, "invalid_parameter");
+}

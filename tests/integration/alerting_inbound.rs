@@ -182,6 +182,21 @@ fn jenkins_phases_fold_into_one_build_per_job_and_number() {
     let cursor = page["next_cursor"].as_str().unwrap().to_string();
     let second = session.get(&server, &format!("/api/v1/builds?limit=1&cursor={cursor}"));
     assert_eq!(second.json()["items"][0]["number"], 19);
+    // Newest first, paged the other way.
+    let newest = session
+        .get(&server, "/api/v1/builds?order=newest&limit=1")
+        .json();
+    assert_eq!(newest["items"][0]["number"], 19);
+    let cursor = newest["next_cursor"].as_str().unwrap().to_string();
+    let older_page = format!("/api/v1/builds?order=newest&limit=1&cursor={cursor}");
+    let older = session.get(&server, &older_page).json();
+    assert_eq!(older["items"][0]["number"], 18);
+    assert!(older["next_cursor"].is_null(), "{older}");
+    let sideways = session.get(&server, "/api/v1/builds?order=sideways");
+    assert_eq!(
+        (sideways.status, code(&sideways)),
+        (400, "invalid_parameter".into())
+    );
 
     let bad_phase = post_inbound(&server, path, &token, &jenkins_body("EXPLODED", None));
     assert_eq!(

@@ -131,6 +131,30 @@ fn unsigned_channels_send_no_signature_and_filters_are_validated() {
 }
 
 #[test]
+fn a_patch_with_a_null_secret_removes_it_and_an_absent_one_keeps_it() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let receiver = Receiver::ok();
+    let body = json!({"url": receiver.url("/"), "signing_secret": SECRET});
+    let created = create_channel(&server, &session, body);
+    let path = format!("/api/v1/channels/{}", created["id"].as_str().unwrap());
+    let kept = patch(&server, &session, &path, &json!({"name": "renamed"}));
+    assert_eq!(kept["has_signing_secret"], true, "absent keeps the secret");
+    let removed = patch(&server, &session, &path, &json!({"signing_secret": null}));
+    assert_eq!(removed["has_signing_secret"], false, "null removes it");
+    send_test(&server, &session, created["id"].as_str().unwrap());
+    let request = receiver.wait_for(1, Duration::from_secs(10)).remove(0);
+    assert_eq!(request.header("x-lookout-signature"), None);
+    let wrong = session.write(
+        &server,
+        reqwest::Method::PATCH,
+        &path,
+        &json!({"signing_secret": 7}),
+    );
+    wrong.problem(400, "invalid_payload");
+}
+
+#[test]
 fn failures_retry_then_dead_letter_and_a_redrive_delivers_with_the_same_id() {
     let server = webhook_server(&[]);
     let session = owner(&server);
@@ -202,6 +226,67 @@ fn dead_letters_of_a_channel_are_redriven_all_at_once() {
     for id in &ids {
         wait_state(&server, &session, id, "delivered", Duration::from_secs(10));
     }
+}
+
+#[test]
+fn the_dead_letter_queue_keeps_one_channel_s_when_asked() {
+    let server = webhook_server(&[("WEBHOOK_RETRY_DELAYS_SECONDS", "1")]);
+    let session = owner(&server);
+    let receiver = Receiver::start(|_| Answer::Status(503));
+    let channels: Vec<String> = (0..2)
+        .map(|_| {
+            let created = create_channel(&server, &session, json!({"url": receiver.url("/")}));
+            created["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let ids: Vec<String> = channels
+        .iter()
+        .map(|channel| send_test(&server, &session, channel))
+        .collect();
+    for id in &ids {
+        wait_state(&server, &session, id, "dead", Duration::from_secs(15));
+    }
+    let dead = |query: &str| session.get(&server, &format!("/api/v1/deliveries/dead{query}"));
+    assert_eq!(dead("").json()["items"].as_array().unwrap().len(), 2);
+    for (channel, id) in channels.iter().zip(&ids) {
+        let items = dead(&format!("?channel={channel}")).json()["items"].clone();
+        assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+        assert_eq!(items[0]["id"], id.as_str());
+    }
+    dead("?channel=chn_01J00000000000000000000000").problem(404, "not_found");
+    dead("?channel=nope").problem(400, "invalid_parameter");
+}
+
+#[test]
+fn the_delivery_log_reads_newest_first_when_asked() {
+    let server = webhook_server(&[]);
+    let session = owner(&server);
+    let receiver = Receiver::ok();
+    let created = create_channel(&server, &session, json!({"url": receiver.url("/")}));
+    let channel_id = created["id"].as_str().unwrap().to_string();
+    let ids: Vec<String> = (0..3)
+        .map(|_| send_test(&server, &session, &channel_id))
+        .collect();
+    let log = |query: &str| {
+        let path = format!("/api/v1/channels/{channel_id}/deliveries?{query}");
+        let body = session.get(&server, &path).json();
+        let items = body["items"].as_array().unwrap().clone();
+        let id = |item: &serde_json::Value| item["id"].as_str().unwrap().to_string();
+        let next = body["next_cursor"].as_str().map(String::from);
+        (items.iter().map(id).collect::<Vec<_>>(), next)
+    };
+    let newest: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(log("order=newest").0, newest);
+    assert_eq!(log("").0, ids);
+    let (first, next) = log("order=newest&limit=2");
+    assert_eq!(first, newest[..2]);
+    let cursor = next.expect("a next page");
+    let rest = log(&format!("order=newest&limit=2&cursor={cursor}"));
+    assert_eq!(rest, (vec![ids[0].clone()], None));
+    let path = format!("/api/v1/channels/{channel_id}/deliveries?order=sideways");
+    session
+        .get(&server, &path)
+        .problem(400, "invalid_parameter");
 }
 
 #[test]

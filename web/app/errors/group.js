@@ -1,6 +1,7 @@
 // The error-group page (`/errors/{id}`, the link payloads carry): the title, status and the
 // actions that change it (members and up), the facts, the latest event's stack as the hero,
-// tags, releases, the hourly histogram and the group's events, paged through the URL.
+// tags, releases, the hourly histogram with deployment markers and the group's events, paged
+// through the URL.
 import { useMemo, useCallback } from "preact/hooks";
 import { html } from "../html.js";
 import { api } from "../api.js";
@@ -21,7 +22,6 @@ import { TagBars } from "./tags.js";
 // Each action moves the group to another status; the current one is not offered.
 const ACTIONS = [["resolved", "Resolve", "Resolved"], ["ignored", "Ignore", "Ignored"], ["unresolved", "Reopen", "Reopened"]];
 const HOUR = 36e5;
-const NO_MARKERS = [];
 
 function StatusActions({ group, reload }) {
   // `r` resolves the group on screen, as it resolves the selected row in the list.
@@ -47,11 +47,21 @@ function hourlySeries(histogram, now = Date.now()) {
   return { times, counts: times.map((at) => counts.get(at) || 0) };
 }
 
-function Histogram({ histogram }) {
+/** Deployments of the group's service (all services when it names none) since `from`, as chart markers. */
+function useDeploymentMarkers(from, service) {
+  const deployments = useLoad((signal) => api("/api/v1/deployments", { signal, query: { from, service, limit: 500 } }), [from, service]);
+  return useMemo(() => ((deployments.data && deployments.data.items) || []).map((d) => ({
+    at: Date.parse(d.started_at), label: `${d.service} ${d.version} (${d.environment})`,
+  })), [deployments.data]);
+}
+
+function Histogram({ histogram, service }) {
   const series = useMemo(() => hourlySeries(histogram), [histogram]);
+  const markers = useDeploymentMarkers(new Date(series.times[0]).toISOString(), service || "");
   const total = series.counts.reduce((a, b) => a + b, 0);
-  return html`<${TimeChart} times=${series.times} counts=${series.counts} markers=${NO_MARKERS} height=${140}
-    label=${`Events per hour: ${total.toLocaleString()} since ${new Date(series.times[0]).toLocaleDateString()}`} />`;
+  const deployed = markers.length ? `; deployments: ${markers.map((marker) => marker.label).join(", ")}` : "";
+  return html`<${TimeChart} times=${series.times} counts=${series.counts} markers=${markers} height=${140}
+    label=${`Events per hour: ${total.toLocaleString()} since ${new Date(series.times[0]).toLocaleDateString()}${deployed}`} />`;
 }
 
 function Releases({ releases }) {
@@ -108,7 +118,7 @@ export default function ErrorGroupPage({ params, query }) {
           ${data.latest_event ? html`<p class="meta">Latest event, <${Time} at=${data.latest_event.timestamp} />${data.latest_event.release ? ` · release ${data.latest_event.release}` : ""}</p>
             <${Stack} event=${data.latest_event} />` : html`<p class="meta">The latest event has aged out.</p>`}
         </${Panel}>
-        <${Panel} title="Events per hour"><${Histogram} histogram=${data.histogram} /></${Panel}>
+        <${Panel} title="Events per hour"><${Histogram} histogram=${data.histogram} service=${data.service} /></${Panel}>
         <${Panel} title="Events"><${Events} events=${events} cursor=${cursor} /></${Panel}>
       </div>
       <div class="group-side">
