@@ -5,30 +5,8 @@
 use serde_json::json;
 
 use crate::errors_support::{ApiSession, ingest_server, plain_error, send_errors, wait_until};
-use crate::harness::{TestServer, http};
 use crate::page::Query;
-use crate::support::{OWNER, owner_page};
-
-/// Posts `body` to an inbound endpoint with `token`; answers the JSON reply.
-fn inbound(
-    server: &TestServer,
-    path: &str,
-    token: &str,
-    body: &serde_json::Value,
-) -> serde_json::Value {
-    let response = http()
-        .post(server.url(path))
-        .header("x-lookout-token", token)
-        .json(body)
-        .send()
-        .expect("inbound request");
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().expect("JSON")
-}
+use crate::support::{OWNER, owner_page, post_inbound};
 
 #[test]
 fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() {
@@ -43,7 +21,7 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     };
     let (deployments, jenkins) = (token("deployments"), token("jenkins"));
     let path = "/api/v1/deployments/webhook";
-    let shop = inbound(
+    let shop = post_inbound(
         &server,
         path,
         &deployments,
@@ -51,14 +29,14 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
         "environment": "production", "version": "2026.11.3", "status": "started",
         "commit": "3f2a9c1d0e4b", "url": "https://ci.example.com/runs/41", "external_id": "run-41"}),
     );
-    inbound(
+    post_inbound(
         &server,
         path,
         &deployments,
         &json!({"service": "shop", "environment": "production",
         "version": "2026.11.3", "status": "succeeded", "external_id": "run-41"}),
     );
-    inbound(
+    post_inbound(
         &server,
         path,
         &deployments,
@@ -67,7 +45,7 @@ fn reported_deployments_and_builds_appear_in_the_lists_detail_and_error_chart() 
     );
     for phase in ["STARTED", "COMPLETED"] {
         let status = (phase == "COMPLETED").then_some("SUCCESS");
-        inbound(
+        post_inbound(
             &server,
             "/api/v1/jenkins/notify",
             &jenkins,

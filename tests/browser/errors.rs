@@ -94,6 +94,7 @@ fn the_empty_page_teaches_a_working_curl_then_two_groups_resolve_at_once() {
     page.goto("/errors");
     page.wait(&Query::heading(2, "No errors yet: send the first one"));
     page.wait_role("button", "Copy ingest URL");
+    page.wait_role("button", "Copy script tag");
     page.check_accessibility();
     page.screenshot("errors-empty");
 

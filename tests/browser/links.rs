@@ -7,29 +7,18 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::errors_support::ApiSession;
-use crate::harness::{TestServer, http};
+use crate::harness::TestServer;
 use crate::page::{Page, Query};
 use crate::receiver::Receiver;
-use crate::support::{OWNER, PASSWORD, owner_page};
+use crate::support::{OWNER, PASSWORD, owner_page, post_inbound};
 
-/// Posts `body` to an inbound-token route as an external system would; answers its JSON.
+/// Makes an inbound token of `kind` and posts `body` to `path` with it, as an external system would.
 fn inbound(server: &TestServer, api: &ApiSession, kind: &str, path: &str, body: Value) -> Value {
     let token = api.post(
         "/api/v1/orgs/me/inbound-tokens",
         &json!({"kind": kind, "name": format!("{kind} sender")}),
     );
-    let response = http()
-        .post(server.url(path))
-        .header("x-lookout-token", token["token"].as_str().expect("token"))
-        .json(&body)
-        .send()
-        .expect("inbound request");
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().expect("JSON")
+    post_inbound(server, path, token["token"].as_str().expect("token"), &body)
 }
 
 /// The payload `url` of the first delivery of `event` the receiver got.

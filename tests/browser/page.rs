@@ -202,14 +202,25 @@ impl Page {
 
     /// Clicks `query`'s element in its middle, once it is shown, enabled and not covered.
     pub fn click(&self, query: &Query) {
-        let point = self.poll(&format!("{} to click", query.describe()), || {
+        let point_now = || -> Result<(f64, f64), String> {
             let answer = self.run_query("clickPoint", query)?;
             let x = answer["x"].as_f64().ok_or("no point")?;
-            Ok(Point {
-                x,
-                y: answer["y"].as_f64().ok_or("no point")?,
-            })
-        });
+            Ok((x, answer["y"].as_f64().ok_or("no point")?))
+        };
+        // The same point twice, a moment apart: a panel still loading above the element would
+        // move it between aiming and clicking, and the click would land on something else.
+        let point = self.poll(
+            &format!("{} to click (and stay put)", query.describe()),
+            || {
+                let first = point_now()?;
+                std::thread::sleep(std::time::Duration::from_millis(40));
+                let (x, y) = point_now()?;
+                if first != (x, y) {
+                    return Err("it is still moving".to_string());
+                }
+                Ok(Point { x, y })
+            },
+        );
         let clicked = self.browser.block_on(self.browser.cdp().click(point));
         clicked.unwrap_or_else(|err| panic!("clicking {}: {err}", query.describe()));
     }

@@ -266,6 +266,22 @@ fn services_ingest_and_what_a_viewer_sees() {
     let origin = origin.trim_end_matches('/');
     page.wait_role("cell", &format!("{origin}/ingest/web-errors"));
     page.wait_role("cell", &format!("{origin}/ingest/sourcemaps"));
+    // The SDK's script tag is pinned to this build's versioned file and its SRI hash.
+    let manifest: serde_json::Value = crate::harness::http()
+        .get(server.url("/sdk/manifest.json"))
+        .send()
+        .and_then(|response| response.json())
+        .expect("the SDK manifest");
+    let classic = manifest["files"]
+        .as_array()
+        .and_then(|files| files.iter().find(|file| file["name"] == "lookout.iife.js"))
+        .expect("the classic script in the manifest");
+    let path = classic["path"].as_str().expect("path");
+    page.wait_text(&format!("<script src=\"{origin}{path}\""));
+    page.wait_text(&format!(
+        "integrity=\"{}\"",
+        classic["integrity"].as_str().expect("integrity")
+    ));
     let shown = page.eval("document.body.innerText");
     assert!(
         !shown.as_str().unwrap_or_default().contains(KEY),

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use crate::harness::TestServer;
+use serde_json::Value;
+
+use crate::harness::{TestServer, http};
 use crate::page::{Page, Query};
 
 /// The password of every account these tests create.
@@ -32,4 +34,20 @@ pub fn owner_page(server: &TestServer) -> Page {
     page.goto("/login");
     sign_in(&page, OWNER, PASSWORD);
     page
+}
+
+/// Posts `body` to an inbound endpoint with `token`; answers the JSON reply.
+pub fn post_inbound(server: &TestServer, path: &str, token: &str, body: &Value) -> Value {
+    let response = http()
+        .post(server.url(path))
+        .header("x-lookout-token", token)
+        .json(body)
+        .send()
+        .expect("inbound request");
+    assert!(
+        response.status().is_success(),
+        "{path}: {}",
+        response.status()
+    );
+    response.json().expect("JSON")
 }

@@ -2,16 +2,12 @@
 // server, where the ingest key comes from, and a curl command that works once the key is set.
 import { html } from "../html.js";
 import { CodeBlock, CopyButton } from "../components/copy.js";
+import { ingestCurl, SdkSnippet } from "../components/snippets.js";
 
 /** The curl command sending one test event to this server; the key comes from `$LOOKOUT_KEY`. */
 export function curlCommand(origin) {
   const event = { level: "error", name: "Error", message: "Test event sent with curl", url: `${origin}/` };
-  return [
-    `curl -X POST '${origin}/ingest/web-errors' \\`,
-    "  -H 'Content-Type: application/json' \\",
-    "  -H \"X-Lookout-Key: $LOOKOUT_KEY\" \\",
-    `  -d '${JSON.stringify({ events: [event] })}'`,
-  ].join("\n");
+  return ingestCurl(`${origin}/ingest/web-errors`, JSON.stringify({ events: [event] }));
 }
 
 export function FirstEventGuide({ onCheck }) {
@@ -32,6 +28,7 @@ export function FirstEventGuide({ onCheck }) {
         <p>Put the key in <code>LOOKOUT_KEY</code> and run:</p>
         <${CodeBlock} code=${curlCommand(origin)} label="Copy curl command" />
         <p>The server answers <code>202</code> with <code>"accepted":1</code>, and the error shows here within a second.</p></li>
+      <li><h3>Your pages</h3><${SdkSnippet} /></li>
     </ol>
     <button type="button" class="primary" onClick=${onCheck}>Check for errors</button>
   </section>`;

@@ -4,6 +4,7 @@
 // span, a guide to sending one.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { html } from "../html.js";
+import { ingestCurl } from "../components/snippets.js";
 import { api } from "../api.js";
 import { navigate, setQuery } from "../router.js";
 import { useLoad } from "../components/load.js";
@@ -39,12 +40,7 @@ const shared = (f) => ({ service: f.service, environment: f.environment, from: r
 function curlCommand(origin) {
   const span = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","name":"GET /checkout",`
     + `"start_time":'"$(date +%s000)"',"duration_ms":120,"service":"web","environment":"production","status":"ok"}`;
-  return [
-    `curl -X POST '${origin}/ingest/spans' \\`,
-    "  -H 'Content-Type: application/json' \\",
-    "  -H \"X-Lookout-Key: $LOOKOUT_KEY\" \\",
-    `  -d '{"spans":[${span}]}'`,
-  ].join("\n");
+  return ingestCurl(`${origin}/ingest/spans`, `{"spans":[${span}]}`);
 }
 
 function FirstSpanGuide({ onCheck }) {

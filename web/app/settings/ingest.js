@@ -1,13 +1,15 @@
 // The Ingest settings page (`/settings/ingest`): where browsers and scripts send data (the
 // ingest URLs built from the server's base URL), how ingest keys are set (the environment or
 // the configuration file: this page never shows a key, the server does not give it), the
-// allowed origins and limits, and ready-to-run curl commands for an error and a source map.
+// allowed origins and limits, the browser SDK's script tag (versioned, with its SRI hash), and
+// ready-to-run curl commands for an error and a source map.
 import { html } from "../html.js";
 import { api } from "../api.js";
 import { useLoad } from "../components/load.js";
 import { PageHeader, Panel, LoadProblem } from "../components/page.js";
 import { CodeBlock, CopyButton } from "../components/copy.js";
 import { SettingsFrame } from "./frame.js";
+import { ingestCurl, SdkSnippet } from "../components/snippets.js";
 
 const ROUTES = [
   ["web_errors", "POST", "Errors and warnings"], ["web_sessions", "POST", "Browser sessions"],
@@ -19,8 +21,7 @@ const bytes = (n) => (n >= 1048576 ? `${Math.round(n / 1048576)} MiB` : `${Math.
 
 function errorCommand(url) {
   const event = { level: "error", name: "Error", message: "Test event sent with curl", url: `${window.location.origin}/`, service: "web" };
-  return [`curl -X POST '${url}' \\`, "  -H 'Content-Type: application/json' \\",
-    "  -H \"X-Lookout-Key: $LOOKOUT_KEY\" \\", `  -d '${JSON.stringify({ events: [event] })}'`].join("\n");
+  return ingestCurl(url, JSON.stringify({ events: [event] }));
 }
 
 function sourcemapCommand(url) {
@@ -76,6 +77,7 @@ export default function IngestPage() {
         </table>
         <p class="meta">Built from the server's base URL, <code>${settings.base_url}</code> (<code>BASE_URL</code>).</p>
       <//>
+      <${Panel} title="Browser SDK"><${SdkSnippet} /><//>
       <${Panel} title="Ingest keys"><${Keys} settings=${settings} /><//>
       <${Panel} title="Origins and limits"><${Origins} settings=${settings} /><//>
       <${Panel} title="Try it">
