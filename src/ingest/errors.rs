@@ -1,8 +1,8 @@
 //! Browser errors and warnings (`POST /ingest/web-errors`): the stored event, reading one item
 //! into it, and storing a batch.
 //!
-//! Invariants: an event keeps the ingest field names; `frames`, `tags` and `fingerprint` are
-//! kept as sent (already scrubbed). Frames that are only a parse of `stack` are not stored
+//! Invariants: an event keeps the ingest field names; `frames`, `tags`, `fingerprint` and
+//! `breadcrumbs` are kept as sent (already scrubbed; breadcrumbs cut to the newest 100). Frames that are only a parse of `stack` are not stored
 //! (`frames` is `None`): every reader goes through `frames_or_derived` or `frames_mut`, which
 //! parse them again, so a stored event is about half the size; frames a source map resolved
 //! at ingest are stored. Event ids are `evt_` ULIDs minted on arrival, so the
@@ -35,6 +35,9 @@ crate::typed_id!(
     EventId,
     "evt_"
 );
+
+/// The most breadcrumbs one event keeps (the newest).
+pub const MAX_BREADCRUMBS: usize = 100;
 
 pub const EVENTS: RecordTable<ErrorEvent> = RecordTable::new(tables::EVENTS);
 const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
@@ -75,6 +78,10 @@ pub struct ErrorEvent {
     pub tags: Map<String, Value>,
     #[serde(default)]
     pub fingerprint: Option<Vec<Value>>,
+    /// The client's trail before the error (clicks, navigations, failed requests), oldest
+    /// first, at most `MAX_BREADCRUMBS` (the newest kept), as sent (already scrubbed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breadcrumbs: Option<Vec<Value>>,
     /// Only when `WEB_INGEST_SCRUB_IP=false`.
     #[serde(default)]
     pub client_ip: Option<String>,
@@ -160,6 +167,19 @@ pub fn parse_event(
     {
         return Err("fingerprint must be an array of strings".into());
     }
+    let breadcrumbs = fields.array("breadcrumbs")?;
+    if breadcrumbs
+        .as_ref()
+        .is_some_and(|crumbs| crumbs.iter().any(|crumb| !crumb.is_object()))
+    {
+        return Err("breadcrumbs must be an array of objects".into());
+    }
+    // The newest are the ones that explain the error; older ones are dropped, not refused.
+    let breadcrumbs = breadcrumbs.map(|mut crumbs| {
+        let excess = crumbs.len().saturating_sub(MAX_BREADCRUMBS);
+        crumbs.drain(..excess);
+        crumbs
+    });
     Ok(ErrorEvent {
         id: EventId::generate(),
         event_id,
@@ -179,6 +199,7 @@ pub fn parse_event(
         received_at,
         tags: fields.object("tags")?.unwrap_or_default(),
         fingerprint,
+        breadcrumbs,
         client_ip: client_ip.map(str::to_string),
         group_id: None,
     })

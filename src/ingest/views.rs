@@ -34,6 +34,10 @@ pub struct ErrorEventView {
     pub tags: Map<String, Value>,
     #[schema(value_type = Option<Vec<String>>)]
     pub fingerprint: Option<Vec<Value>>,
+    /// The client's trail before the error, oldest first: objects such as
+    /// `{"type":"click"|"navigation"|"request","message","timestamp"}`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub breadcrumbs: Option<Vec<Value>>,
     /// The error group (`grp_…`).
     pub group_id: Option<String>,
 }
@@ -61,6 +65,7 @@ impl From<ErrorEvent> for ErrorEventView {
             received_at: event.received_at.to_rfc3339(),
             tags: event.tags,
             fingerprint: event.fingerprint,
+            breadcrumbs: event.breadcrumbs,
             group_id: event.group_id,
         }
     }

@@ -7,6 +7,8 @@
 
 use std::process::Command;
 
+use serde_json::json;
+
 use crate::errors_support::{
     ApiSession, BUNDLE_TITLE, KEY, VIEWER, bundle_error, count, ingest_server, plain_error,
     send_errors, upload_bundle_map, wait_until,
@@ -20,10 +22,13 @@ const DECOY_TITLE: &str = "Error: Network request failed";
 fn a_source_mapped_error_is_found_by_a_typed_query_opened_and_resolved() {
     let server = ingest_server();
     upload_bundle_map(&server, "2.0");
-    send_errors(
-        &server,
-        &[bundle_error("2.0"), plain_error("Network request failed")],
-    );
+    let mut error = bundle_error("2.0");
+    error["timestamp"] = json!("2026-11-22T12:00:05.000Z");
+    error["breadcrumbs"] = json!([
+        {"type": "navigation", "message": "https://shop.example.com/cart", "timestamp": "2026-11-22T12:00:00.000Z"},
+        {"type": "request", "message": "POST https://shop.example.com/api/stock 409", "timestamp": "2026-11-22T12:00:03.500Z"},
+    ]);
+    send_errors(&server, &[error, plain_error("Network request failed")]);
     let page = owner_page(&server);
     page.goto("/errors");
     page.wait_role("link", DECOY_TITLE);
@@ -52,6 +57,11 @@ fn a_source_mapped_error_is_found_by_a_typed_query_opened_and_resolved() {
         bold.iter().any(|text| text == "total") && bold.iter().any(|text| text == "checkout"),
         "original function names in bold: {bold:?}"
     );
+    // The trail before the error, newest first, timed from the error.
+    page.wait(&Query::heading(2, "Breadcrumbs"));
+    page.wait_text("POST https://shop.example.com/api/stock 409");
+    page.wait_text("1.5 s before");
+    page.wait_text("5.0 s before");
     page.check_accessibility();
     page.screenshot("error-group");
 

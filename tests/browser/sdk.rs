@@ -107,6 +107,15 @@ window.addEventListener("load", () => setTimeout(async () => {
         event["url"].as_str().is_some_and(|url| url.contains(&port)),
         "{event}"
     );
+    // The failed XHR before the throw is in its breadcrumbs, without its query string.
+    let crumbs = event["breadcrumbs"].as_array().expect("breadcrumbs");
+    assert!(
+        crumbs.iter().any(|crumb| crumb["type"] == "request"
+            && crumb["message"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("POST ") && text.ends_with("/api/stock 409"))),
+        "{event}"
+    );
     let stack = event["stack"].as_str().unwrap_or_default();
     assert!(
         stack.contains("/assets/app.min.js:1:"),

@@ -74,6 +74,43 @@ fn errors_are_stored_once_per_id_and_feed_the_services_registry() {
 }
 
 #[test]
+fn breadcrumbs_keep_the_newest_hundred_scrubbed_and_must_be_objects() {
+    let server = ingest_server(&[]);
+    let mut trail = event("with a trail");
+    let crumbs: Vec<Value> = (0..150)
+        .map(|n| json!({"type": "click", "message": format!("button#b{n}"), "timestamp": n}))
+        .collect();
+    trail["breadcrumbs"] = Value::Array(crumbs);
+    trail["breadcrumbs"][149]["message"] = json!("GET /account?email=ada@example.com 500");
+    let mut wrong = event("bad trail");
+    wrong["breadcrumbs"] = json!(["clicked"]);
+    let answer = accepted(&post(
+        &server,
+        "/ingest/web-errors",
+        &json!({"events": [trail, wrong]}),
+    ));
+    assert_eq!(answer["accepted"], 1);
+    assert_eq!(answer["rejected"][0]["index"], 1);
+    assert!(
+        answer["rejected"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("breadcrumbs"),
+        "{answer}"
+    );
+
+    let key = owner_key(&server);
+    let events = all_errors(&server, &key);
+    assert_eq!(events.len(), 1);
+    let kept = events[0]["breadcrumbs"].as_array().expect("breadcrumbs");
+    assert_eq!(kept.len(), 100, "the newest hundred");
+    assert_eq!(kept[0]["message"], "button#b50");
+    let last = kept[99]["message"].as_str().unwrap();
+    assert!(!last.contains("ada@example.com"), "scrubbed: {last}");
+    assert!(last.starts_with("GET /account"), "{last}");
+}
+
+#[test]
 fn sessions_upsert_filter_and_list_their_errors() {
     let server = ingest_server(&[]);
     let session = |id: &str, started: &str, service: &str| {

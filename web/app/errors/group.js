@@ -17,6 +17,7 @@ import { CursorPaging } from "../components/paging.js";
 import { toast } from "../components/toast.js";
 import { useKey } from "../components/keyboard.js";
 import { Stack } from "./stack.js";
+import { Breadcrumbs } from "./breadcrumbs.js";
 import { TagBars } from "./tags.js";
 
 // Each action moves the group to another status; the current one is not offered.
@@ -118,6 +119,8 @@ export default function ErrorGroupPage({ params, query }) {
           ${data.latest_event ? html`<p class="meta">Latest event, <${Time} at=${data.latest_event.timestamp} />${data.latest_event.release ? ` · release ${data.latest_event.release}` : ""}</p>
             <${Stack} event=${data.latest_event} />` : html`<p class="meta">The latest event has aged out.</p>`}
         </${Panel}>
+        ${data.latest_event && data.latest_event.breadcrumbs && data.latest_event.breadcrumbs.length
+          ? html`<${Panel} title="Breadcrumbs"><${Breadcrumbs} event=${data.latest_event} /></${Panel}>` : null}
         <${Panel} title="Events per hour"><${Histogram} histogram=${data.histogram} service=${data.service} /></${Panel}>
         <${Panel} title="Events"><${Events} events=${events} cursor=${cursor} /></${Panel}>
       </div>
