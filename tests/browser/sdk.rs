@@ -191,12 +191,43 @@ window.addEventListener("load", () => setTimeout(async () => {
     assert_eq!(span["status"], "error", "{trace}");
     assert_eq!(span["attributes"]["http.status_code"], 409, "{trace}");
 
-    // Leaving the page ends the session.
+    // Hidden into the back-forward cache, the visit ends; shown again, a new one starts.
+    page.eval(
+        "dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true })); \
+         dispatchEvent(new PageTransitionEvent('pageshow', { persisted: true })); true",
+    );
+    let ended =
+        |session: &Value| session["ended_at"].is_string() && session["duration_ms"].is_u64();
+    wait_for_value(
+        "the first visit's end",
+        || api.get(&format!("/api/v1/sessions/{session_id}")),
+        ended,
+    );
+    let listed = wait_for_value(
+        "a second visit",
+        || api.get("/api/v1/sessions"),
+        |list| {
+            list["items"]
+                .as_array()
+                .is_some_and(|items| items.len() == 2)
+        },
+    );
+    let second = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|session| session["id"] != session_id.as_str())
+        .expect("the second visit")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Leaving the page ends the visit.
     page.goto(&site.url("/bye"));
     wait_for_value(
-        "the session's end",
-        || api.get(&format!("/api/v1/sessions/{session_id}")),
-        |session| session["ended_at"].is_string() && session["duration_ms"].is_u64(),
+        "the second visit's end",
+        || api.get(&format!("/api/v1/sessions/{second}")),
+        ended,
     );
 }
 

@@ -24,8 +24,7 @@ function start(options) {
   own = cfg.endpoint.replace(/\/+$/, "");
   visitor = (ls && ls.getItem("lookout.visitor")) || hex(16);
   safe(() => ls.setItem("lookout.visitor", visitor));
-  session = { id: hex(16), started: now(), errors: 0 };
-  sendSession();
+  newSession();
   listen();
   setInterval(guard(sendQueued), cfg.flushIntervalMs);
   return loadConfig();
@@ -33,6 +32,12 @@ function start(options) {
 
 function base() {
   return { release: cfg.release, environment: cfg.environment, service: cfg.service };
+}
+
+/** A tab visit: at start, and again when the page comes back from the back-forward cache. */
+function newSession() {
+  session = { id: hex(16), started: now(), errors: 0 };
+  sendSession();
 }
 
 function sendSession(ended) {
@@ -163,6 +168,7 @@ function listen() {
   }
   w.addEventListener("popstate", guard(() => crumb("navigation", bare(location.href))));
   w.addEventListener("pagehide", guard(() => { sendSession(now()); sendQueued(true); }));
+  w.addEventListener("pageshow", guard((e) => e.persisted && newSession()));
   const loaded = guard(() => setTimeout(guard(pageLoad), 0));
   document.readyState == "complete" ? loaded() : w.addEventListener("load", loaded);
   safe(instrumentFetch);
