@@ -163,7 +163,7 @@ async fn add_member(
         Some(password) => Some(hash_password(password).await?),
         None => None,
     };
-    let token = crate::auth::random_token();
+    let token = crate::secrets::random_token();
     let add_email = email.clone();
     let add = AddMember {
         org: caller.org_id.clone(),
@@ -172,7 +172,7 @@ async fn add_member(
         email,
         role: request.role,
         password_hash,
-        digest: hex::encode(crate::auth::token_digest(&token)),
+        digest: hex::encode(crate::secrets::token_digest(&token)),
         now: auth.clock().now(),
     };
     let added = auth

@@ -13,8 +13,9 @@ use std::net::IpAddr;
 
 use super::model::User;
 use crate::auth::audit::Actor;
-use crate::auth::{Auth, db, login, password, totp};
+use crate::auth::{Auth, db, login, totp};
 use crate::http::{ApiError, ErrorCode};
+use crate::secrets::password;
 use crate::store::StoreError;
 
 /// Checks `password` (and `code` when the account has a second factor) for `account`.

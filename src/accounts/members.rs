@@ -118,7 +118,7 @@ pub fn authorize_credential_change(
 pub async fn hash_password(password: String) -> Result<String, ApiError> {
     validate_password(&password).map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?;
     // On the bounded hashing pool: 503 `overloaded` when its queue is full.
-    Ok(crate::auth::password::hash_bounded(password).await?)
+    Ok(crate::secrets::password::hash_bounded(password).await?)
 }
 
 /// What `add_member` decided inside its transaction: the same shape whether the e-mail had an

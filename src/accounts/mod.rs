@@ -42,7 +42,7 @@ pub enum AccountsError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Hashing(#[from] crate::auth::hashing_pool::HashingError),
+    Hashing(#[from] crate::secrets::hashing_pool::HashingError),
     #[error("{0}")]
     Internal(String),
 }
@@ -108,7 +108,7 @@ struct PreparedUser {
 /// Checks a password an operator or a new user typed and hashes it off the async reactor.
 async fn hash_new_password(password: String) -> Result<String, AccountsError> {
     model::validate_password(&password)?;
-    crate::auth::password::hash_bounded(password)
+    crate::secrets::password::hash_bounded(password)
         .await
         .map_err(AccountsError::from)
 }

@@ -129,7 +129,7 @@ async fn create_key(
             Some(at)
         }
     };
-    let secret = format!("{API_KEY_PREFIX}{}", super::random_token());
+    let secret = format!("{API_KEY_PREFIX}{}", crate::secrets::random_token());
     debug_assert_eq!(secret.len(), API_KEY_LEN);
     let key = ApiKey {
         id: ApiKeyId::generate(),
@@ -142,7 +142,7 @@ async fn create_key(
         revoked_at: None,
         last_used_at: None,
     };
-    let digest = hex::encode(super::token_digest(&secret));
+    let digest = hex::encode(crate::secrets::token_digest(&secret));
     let (stored, actor) = (key.clone(), caller.actor());
     auth.store()
         .write(move |txn| {

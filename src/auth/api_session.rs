@@ -18,11 +18,12 @@ use super::audit;
 use super::login::{self, LoginOutcome, SignedIn};
 use super::revocation::Revocations;
 use super::tokens::LOGIN_TOKEN_TTL;
-use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db, password};
+use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db};
 use crate::accounts;
 use crate::accounts::model::{Plan, Role};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, BodyRules, ClientAddr, ErrorCode};
+use crate::secrets::password;
 use crate::store::StoreError;
 
 pub fn routes<S>() -> OpenApiRouter<S>

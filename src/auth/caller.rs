@@ -163,7 +163,7 @@ fn authenticate_api_key(auth: &Auth, secret: &str, client: IpAddr) -> Result<Cal
     if !secret.starts_with(API_KEY_PREFIX) || secret.len() != API_KEY_LEN {
         return Err(invalid());
     }
-    let digest = hex::encode(super::token_digest(secret));
+    let digest = hex::encode(crate::secrets::token_digest(secret));
     let now = auth.clock().now();
     let found = auth.store().read_blocking(|txn| {
         let Some(key) = db::find_api_key_by_digest(txn, &digest)? else {
@@ -207,7 +207,7 @@ fn check_csrf(auth: &Auth, parts: &Parts, claims: &Claims) -> Result<(), ApiErro
         .map(|value| value.as_bytes())
         .unwrap_or(b"");
     let expected = auth.csrf_token(&claims.jti);
-    if !super::digests_match(sent, expected.as_bytes()) {
+    if !crate::secrets::digests_match(sent, expected.as_bytes()) {
         return Err(ApiError::new(
             ErrorCode::CsrfFailed,
             "missing or wrong X-CSRF-Token header",

@@ -22,11 +22,12 @@ use super::audit::{self, Actor};
 use super::model::{FailureOutcome, LockoutPolicy, LoginState};
 use super::revocation::Revocations;
 use super::tokens::{Claims, LOGIN_TOKEN_TTL, TokenKind};
-use super::{Auth, db, password, totp};
+use super::{Auth, db, totp};
 use crate::accounts::model::{Membership, Org, OrgId, Role, User, normalize_email};
 use crate::accounts::{self};
 use crate::clock::Timestamp;
 use crate::http::{ApiError, ErrorCode};
+use crate::secrets::password;
 use crate::store::StoreError;
 
 /// A new session.
