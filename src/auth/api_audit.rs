@@ -154,7 +154,7 @@ async fn list_audit_events(
         .read(move |txn| {
             let actor_id = match matching.actor.as_deref() {
                 Some(email) if email.contains('@') => {
-                    accounts::db::find_user_by_email(txn, email)?.map(|user| user.id)
+                    accounts::find_user_by_email(txn, email)?.map(|user| user.id)
                 }
                 _ => None,
             };
@@ -179,7 +179,7 @@ async fn list_audit_events(
                     continue;
                 };
                 if !emails.contains_key(actor)
-                    && let Some(user) = accounts::db::get_user(txn, actor)?
+                    && let Some(user) = accounts::get_user(txn, actor)?
                 {
                     emails.insert(actor.clone(), user.email);
                 }

@@ -190,7 +190,7 @@ async fn list_keys(
             // One more row than asked for tells whether a next page exists.
             let mut rows = Vec::new();
             for key in db::api_keys_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
-                let role = accounts::db::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
+                let role = accounts::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
                 rows.push((key, role));
             }
             Ok::<_, StoreError>(rows)

@@ -88,7 +88,7 @@ fn settings_view(org: &Org) -> OrgSettings {
 
 async fn read_org(auth: &Auth, org: OrgId) -> Result<Org, ApiError> {
     auth.store()
-        .read(move |txn| accounts::db::get_org(txn, &org))
+        .read(move |txn| accounts::get_org(txn, &org))
         .await?
         .ok_or_else(|| ApiError::not_found("organisation"))
 }
@@ -128,18 +128,18 @@ async fn patch_settings(
     let org = auth
         .store()
         .write(move |txn| {
-            let mut org = accounts::db::get_org(txn, &org_id)?
+            let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
             let mut detail = serde_json::Map::new();
             if let Some(name) = name.clone().filter(|name| *name != org.name) {
                 detail.insert("name".into(), json!({"from": org.name, "to": name}));
-                accounts::db::rename_org(txn, &mut org, name)?;
+                accounts::rename_org(txn, &mut org, name)?;
             }
             if let Some(required) = required.filter(|r| *r != org.two_factor_required) {
                 let change = json!({"from": org.two_factor_required, "to": required});
                 detail.insert("two_factor_required".into(), change);
                 org.two_factor_required = required;
-                accounts::db::update_org(txn, &org)?;
+                accounts::update_org(txn, &org)?;
             }
             if !detail.is_empty() {
                 let detail = serde_json::Value::Object(detail);
@@ -199,7 +199,7 @@ async fn put_ip_allowlist(
     let org = auth
         .store()
         .write(move |txn| {
-            let mut org = accounts::db::get_org(txn, &org_id)?
+            let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
             if org.ip_allowlist != networks {
                 let detail = json!({
@@ -208,7 +208,7 @@ async fn put_ip_allowlist(
                     "force": forced,
                 });
                 org.ip_allowlist = networks.clone();
-                accounts::db::update_org(txn, &org)?;
+                accounts::update_org(txn, &org)?;
                 audit::record(
                     txn,
                     Some(&org.id),

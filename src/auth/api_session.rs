@@ -322,8 +322,8 @@ async fn me(State(auth): State<Auth>, caller: Caller) -> Result<Json<MeResponse>
     let (user, org, enabled) = auth
         .store()
         .read(move |txn| {
-            let user = accounts::db::get_user(txn, &user_id)?;
-            let org = accounts::db::get_org(txn, &org_id)?;
+            let user = accounts::get_user(txn, &user_id)?;
+            let org = accounts::get_org(txn, &org_id)?;
             Ok::<_, StoreError>((user, org, db::two_factor_enabled(txn, &user_id)?))
         })
         .await?;
@@ -366,7 +366,7 @@ async fn change_password(
     let user_id = caller.user_id.clone();
     let user = auth
         .store()
-        .read(move |txn| accounts::db::get_user(txn, &user_id))
+        .read(move |txn| accounts::get_user(txn, &user_id))
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
     let (current, stored, new) = (
@@ -388,7 +388,7 @@ async fn change_password(
     let user_id = updated.id.clone();
     auth.store()
         .write(move |txn| {
-            accounts::db::update_user(txn, &updated)?;
+            accounts::update_user(txn, &updated)?;
             Revocations::write_user_logout(txn, &updated.id, now)?;
             audit::record(
                 txn,

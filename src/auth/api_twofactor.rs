@@ -61,7 +61,7 @@ async fn two_factor_setup(
                 ));
             }
             db::put_two_factor(txn, &user_id, &enrolment)?;
-            let user = accounts::db::get_user(txn, &user_id)?;
+            let user = accounts::get_user(txn, &user_id)?;
             Ok(user.map(|u| u.email).unwrap_or_default())
         })
         .await?;

@@ -108,14 +108,14 @@ async fn find_account(
         .read(move |txn| {
             let state = db::login_state(txn, &email)?;
             // A disabled account signs in no more: it takes the unknown address's path.
-            let found = accounts::db::find_user_by_email(txn, &email)?;
+            let found = accounts::find_user_by_email(txn, &email)?;
             let Some(user) = found.filter(|user| user.disabled_at.is_none()) else {
                 return Ok::<_, StoreError>((state, None));
             };
-            let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
+            let memberships = accounts::memberships_of_user(txn, &user.id)?;
             let chosen = match &org_hint {
                 Some(hint) => {
-                    let org = accounts::db::find_org(txn, hint)?;
+                    let org = accounts::find_org(txn, hint)?;
                     memberships
                         .into_iter()
                         .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
@@ -125,7 +125,7 @@ async fn find_account(
             let Some(membership) = chosen else {
                 return Ok((state, None));
             };
-            let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
+            let Some(org) = accounts::get_org(txn, &membership.org_id)? else {
                 return Ok((state, None));
             };
             let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
@@ -330,7 +330,7 @@ pub async fn complete_second_factor(
     let user_id = claims.sub.clone();
     let user = auth
         .store()
-        .read_blocking(|txn| accounts::db::get_user(txn, &user_id))?
+        .read_blocking(|txn| accounts::get_user(txn, &user_id))?
         .filter(|user| user.disabled_at.is_none())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
     let key = user.email.clone();
@@ -399,8 +399,8 @@ pub async fn complete_second_factor(
     let (org, role) = auth
         .store()
         .read_blocking(|txn| {
-            let org = accounts::db::get_org(txn, &claims.org)?;
-            let membership = accounts::db::get_membership(txn, &claims.org, &claims.sub)?;
+            let org = accounts::get_org(txn, &claims.org)?;
+            let membership = accounts::get_membership(txn, &claims.org, &claims.sub)?;
             Ok::<_, StoreError>(org.zip(membership.map(|m| m.role)))
         })?
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the membership no longer exists"))?;

@@ -2,11 +2,17 @@
 //! lockout, TOTP, API keys, CSRF, the IP allowlist, per-credential rate limits and the audit
 //! log. `Auth` is the handle handlers and extractors share; `Caller` (in `caller.rs`) is how a
 //! handler states what it requires.
+//!
+//! Auth sits above `accounts` (the directory of orgs, users and memberships) and uses it only
+//! through `accounts`'s face; accounts never uses auth. So the changes that move a membership
+//! together with credentials (members, invitations, the operator's recovery) live here.
 
 pub mod account_locks;
 pub mod allowlist;
 pub mod api_audit;
+pub mod api_invitations;
 pub mod api_keys;
+pub mod api_members;
 pub mod api_org;
 pub mod api_orgs;
 pub mod api_session;
@@ -14,10 +20,13 @@ pub mod api_twofactor;
 pub mod audit;
 pub mod caller;
 pub mod db;
+mod invitation_proof;
 pub mod key_usage;
 pub mod keys;
 pub mod login;
+pub mod members;
 pub mod model;
+pub mod operator;
 pub mod ratelimit;
 pub mod revocation;
 pub mod sweep;

@@ -19,13 +19,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::db;
 use super::members::{
     AddMember, MemberRow, add_member_txn, authorize_change, authorize_credential_change,
     hash_password,
 };
-use super::model::{Role, UserId, normalize_email};
-use super::roles::{self, MemberChange};
+use crate::accounts;
+use crate::accounts::model::{Role, UserId, normalize_email};
+use crate::accounts::roles::{self, MemberChange};
 use crate::auth::audit;
 use crate::auth::revocation::Revocations;
 use crate::auth::{Admin, Auth, Viewer};
@@ -130,7 +130,8 @@ async fn list_members(
         .store()
         .read(move |txn| {
             // One extra row tells whether another page follows.
-            let memberships = db::memberships_of_org_page(txn, &org, after.as_ref(), limit + 1)?;
+            let memberships =
+                accounts::memberships_of_org_page(txn, &org, after.as_ref(), limit + 1)?;
             memberships
                 .into_iter()
                 .map(|membership| MemberRow::read(txn, membership))
@@ -239,7 +240,7 @@ async fn change_role(
                 return Ok::<_, ApiError>((MemberRow::read(txn, membership)?, None));
             }
             membership.role = new_role;
-            db::insert_membership(txn, &membership)?;
+            accounts::insert_membership(txn, &membership)?;
             Revocations::write_user_logout(txn, &written_target, now)?;
             let detail = json!({"from": old_role, "to": new_role});
             let target_text = Some(written_target.as_str());
@@ -288,15 +289,9 @@ async fn remove_member(
             let now = clock.now();
             let membership =
                 authorize_change(txn, &org, &actor_id, &written_target, MemberChange::Remove)?;
-            db::remove_membership(txn, &org, &written_target)?;
-            let mut revoked_keys = 0;
-            for mut key in crate::auth::db::api_keys_of_org(txn, &org)? {
-                if key.user_id == written_target && key.revoked_at.is_none() {
-                    key.revoked_at = Some(now);
-                    crate::auth::db::update_api_key(txn, &key)?;
-                    revoked_keys += 1;
-                }
-            }
+            accounts::remove_membership(txn, &org, &written_target)?;
+            let revoked_keys =
+                super::db::revoke_api_keys_of_member(txn, &org, &written_target, now)?;
             Revocations::write_user_logout(txn, &written_target, now)?;
             let detail = json!({"role": membership.role, "api_keys_revoked": revoked_keys});
             let target_text = Some(written_target.as_str());
@@ -344,7 +339,7 @@ async fn reset_two_factor(
             let change = MemberChange::ResetTwoFactor;
             let membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
             authorize_credential_change(txn, membership)?;
-            if !crate::auth::db::remove_two_factor(txn, &written_target)? {
+            if !super::db::remove_two_factor(txn, &written_target)? {
                 return Err(ApiError::new(
                     ErrorCode::NotFound,
                     "this member has no second factor to reset",

@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 
-use super::model::User;
+use crate::accounts::model::User;
 use crate::auth::audit::Actor;
 use crate::auth::{Auth, db, login, totp};
 use crate::http::{ApiError, ErrorCode};

@@ -12,9 +12,11 @@
 use redb::WriteTransaction;
 use serde_json::json;
 
-use super::db;
-use super::model::{Invitation, Membership, OrgId, Role, User, UserId, validate_password};
-use super::roles::{self, MemberChange, Refusal};
+use crate::accounts;
+use crate::accounts::model::{
+    Invitation, Membership, OrgId, Role, User, UserId, validate_password,
+};
+use crate::accounts::roles::{self, MemberChange, Refusal};
 use crate::auth::audit::{self, Actor};
 use crate::clock::Timestamp;
 use crate::http::{ApiError, ErrorCode};
@@ -51,11 +53,12 @@ impl MemberRow {
                 invited: true,
             });
         }
-        let user = db::get_user(txn, &membership.user_id)?.ok_or_else(|| StoreError::Corrupt {
-            what: "membership",
-            detail: format!("names missing user {}", membership.user_id),
-        })?;
-        let two_factor_enabled = crate::auth::db::two_factor_enabled(txn, &user.id)?;
+        let user =
+            accounts::get_user(txn, &membership.user_id)?.ok_or_else(|| StoreError::Corrupt {
+                what: "membership",
+                detail: format!("names missing user {}", membership.user_id),
+            })?;
+        let two_factor_enabled = super::db::two_factor_enabled(txn, &user.id)?;
         Ok(MemberRow {
             invited: user.password_hash.is_empty(),
             email: user.email,
@@ -68,7 +71,7 @@ impl MemberRow {
 /// The actor's role as stored now: a session carries the role it was issued with, and the
 /// decision must not rest on a role taken away a moment ago.
 pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<Role, ApiError> {
-    db::get_membership(txn, org, actor)?
+    accounts::get_membership(txn, org, actor)?
         .map(|membership| membership.role)
         .ok_or_else(|| ApiError::new(ErrorCode::Forbidden, "you are no longer a member"))
 }
@@ -76,7 +79,7 @@ pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<
 /// Owners who can act: an invited owner (new or existing account) does not keep the org owned.
 pub fn owner_count(txn: &WriteTransaction, org: &OrgId) -> Result<usize, StoreError> {
     let mut owners = 0;
-    for membership in db::memberships_of_org(txn, org)? {
+    for membership in accounts::memberships_of_org(txn, org)? {
         if membership.role == Role::Owner && !MemberRow::read(txn, membership)?.invited {
             owners += 1;
         }
@@ -93,7 +96,7 @@ pub fn authorize_change(
     change: MemberChange,
 ) -> Result<Membership, ApiError> {
     let membership =
-        db::get_membership(txn, org, target)?.ok_or_else(|| ApiError::not_found("member"))?;
+        accounts::get_membership(txn, org, target)?.ok_or_else(|| ApiError::not_found("member"))?;
     let actor_role = live_role(txn, org, actor)?;
     roles::check_change(actor_role, membership.role, change, owner_count(txn, org)?)?;
     Ok(membership)
@@ -107,7 +110,7 @@ pub fn authorize_credential_change(
 ) -> Result<(), ApiError> {
     let user_id = membership.user_id.clone();
     let row = MemberRow::read(txn, membership)?;
-    let other_orgs = db::memberships_of_user(txn, &user_id)?
+    let other_orgs = accounts::memberships_of_user(txn, &user_id)?
         .len()
         .saturating_sub(1);
     roles::check_credential_change(row.invited, other_orgs)?;
@@ -160,14 +163,14 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
             ),
         ));
     }
-    let existing = match db::find_user_by_email(txn, &add.email)? {
+    let existing = match accounts::find_user_by_email(txn, &add.email)? {
         // Nobody can sign in to an account with no password and no organisation: it is
         // replaced by a new one, so its id (and the age it carries) is not handed out again.
         Some(user)
             if user.password_hash.is_empty()
-                && db::memberships_of_user(txn, &user.id)?.is_empty() =>
+                && accounts::memberships_of_user(txn, &user.id)?.is_empty() =>
         {
-            db::remove_user(txn, &user)?;
+            accounts::remove_user(txn, &user)?;
             None
         }
         other => other,
@@ -176,7 +179,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
         None => {
             let password_hash = add.password_hash.clone().unwrap_or_default();
             let user = User::new(add.email.clone(), password_hash, add.now);
-            db::insert_user(txn, &user)?;
+            accounts::insert_user(txn, &user)?;
             Membership::active(add.org.clone(), user.id, add.role, add.now)
         }
         // A pending membership under a fresh placeholder id: the account's own id stays unseen.
@@ -185,7 +188,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
             ..Membership::active(add.org.clone(), UserId::generate(), add.role, add.now)
         },
     };
-    db::insert_membership(txn, &membership)?;
+    accounts::insert_membership(txn, &membership)?;
     let member_id = membership.user_id.clone();
     let invitation = match add.password_hash {
         Some(_) => None,
@@ -196,7 +199,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
                 add.actor_id.clone(),
                 add.now,
             );
-            db::insert_invitation(txn, &add.digest, &created)?;
+            accounts::insert_invitation(txn, &add.digest, &created)?;
             Some(created)
         }
     };
@@ -221,12 +224,12 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
 
 /// Whether `email` is a member of `org` already, or has an invitation to it pending.
 fn already_in_org(txn: &WriteTransaction, org: &OrgId, email: &str) -> Result<bool, StoreError> {
-    if let Some(user) = db::find_user_by_email(txn, email)?
-        && db::get_membership(txn, org, &user.id)?.is_some()
+    if let Some(user) = accounts::find_user_by_email(txn, email)?
+        && accounts::get_membership(txn, org, &user.id)?.is_some()
     {
         return Ok(true);
     }
-    let pending = db::memberships_of_org(txn, org)?;
+    let pending = accounts::memberships_of_org(txn, org)?;
     Ok(pending
         .iter()
         .any(|membership| membership.invitee_email.as_deref() == Some(email)))
