@@ -20,16 +20,18 @@ use super::model::{ApiKey, ApiKeyId};
 use super::{Admin, Auth, db};
 use crate::accounts;
 use crate::accounts::model::Role;
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Clock: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(create_key, list_keys))
@@ -99,7 +101,8 @@ fn key_view(key: &ApiKey, role: Option<Role>, last_used: Option<Timestamp>) -> K
     responses((status = 201, body = CreatedKeyResponse),
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
 async fn create_key(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<CreatedKeyResponse>), ApiError> {
@@ -110,7 +113,7 @@ async fn create_key(
             "name: 1 to 100 characters",
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let expires_at = match request.expires_at.as_deref() {
         None => None,
         Some(text) => {
@@ -144,7 +147,7 @@ async fn create_key(
     };
     let digest = hex::encode(crate::secrets::token_digest(&secret));
     let (stored, actor) = (key.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             db::insert_api_key(txn, &stored, &digest)?;
             let detail = json!({"name": stored.name});
@@ -210,14 +213,15 @@ async fn list_keys(
     params(("id" = String, Path, description = "key id")),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn revoke_key(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = ApiKeyId::parse(&id).map_err(|_| ApiError::not_found("api key"))?;
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             let mut key = db::get_api_key(txn, &id)?
                 .filter(|key| key.org_id == org)

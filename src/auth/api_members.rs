@@ -32,12 +32,13 @@ use crate::auth::{Admin, Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_members, add_member))
@@ -120,14 +121,13 @@ fn parse_user_id(text: &str) -> Result<UserId, ApiError> {
     responses((status = 200, body = MemberList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_members(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<MemberList>, ApiError> {
     let after = page.cursor_as(UserId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let rows = auth
-        .store()
+    let rows = store
         .read(move |txn| {
             // One extra row tells whether another page follows.
             let memberships =

@@ -20,13 +20,17 @@ use super::allowlist::{self, AllowlistError};
 use super::{Admin, Auth, Viewer, audit};
 use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
+use crate::clock::Clock;
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Clock: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(get_settings, patch_settings))
@@ -86,8 +90,8 @@ fn settings_view(org: &Org) -> OrgSettings {
     }
 }
 
-async fn read_org(auth: &Auth, org: OrgId) -> Result<Org, ApiError> {
-    auth.store()
+async fn read_org(store: &Store, org: OrgId) -> Result<Org, ApiError> {
+    store
         .read(move |txn| accounts::get_org(txn, &org))
         .await?
         .ok_or_else(|| ApiError::not_found("organisation"))
@@ -97,10 +101,10 @@ async fn read_org(auth: &Auth, org: OrgId) -> Result<Org, ApiError> {
 #[utoipa::path(get, path = "/api/v1/orgs/me/settings", tag = "org settings",
     responses((status = 200, body = OrgSettings)))]
 async fn get_settings(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
 ) -> Result<Json<OrgSettings>, ApiError> {
-    let org = read_org(&auth, caller.org_id).await?;
+    let org = read_org(&store, caller.org_id).await?;
     Ok(Json(settings_view(&org)))
 }
 
@@ -111,7 +115,8 @@ async fn get_settings(
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "org_name_taken", body = Problem, content_type = "application/problem+json")))]
 async fn patch_settings(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(patch): ApiJson<SettingsPatch>,
 ) -> Result<Json<OrgSettings>, ApiError> {
@@ -123,10 +128,9 @@ async fn patch_settings(
         None => None,
     };
     let required = patch.two_factor_required;
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org_id, actor) = (caller.org_id.clone(), caller.actor());
-    let org = auth
-        .store()
+    let org = store
         .write(move |txn| {
             let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
@@ -164,10 +168,10 @@ async fn patch_settings(
     responses((status = 200, body = IpAllowlist),
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
 async fn get_ip_allowlist(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Admin(caller): Admin,
 ) -> Result<Json<IpAllowlist>, ApiError> {
-    let org = read_org(&auth, caller.org_id).await?;
+    let org = read_org(&store, caller.org_id).await?;
     Ok(Json(IpAllowlist {
         cidrs: allowlist::to_strings(&org.ip_allowlist),
     }))
@@ -180,7 +184,8 @@ async fn get_ip_allowlist(
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "would_lock_out: the list excludes your own address; send force to save anyway", body = Problem, content_type = "application/problem+json")))]
 async fn put_ip_allowlist(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<PutIpAllowlist>,
 ) -> Result<Json<IpAllowlist>, ApiError> {
@@ -194,10 +199,9 @@ async fn put_ip_allowlist(
             ),
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org_id, actor, forced) = (caller.org_id.clone(), caller.actor(), request.force);
-    let org = auth
-        .store()
+    let org = store
         .write(move |txn| {
             let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;

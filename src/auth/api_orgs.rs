@@ -29,12 +29,13 @@ use crate::accounts::model::{Membership, Org, OrgId, Role};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_own_orgs))
@@ -87,11 +88,11 @@ fn own_orgs(
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, description = "joined organisations; an API key lists its own only", body = OwnOrgList)))]
 async fn list_own_orgs(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     caller: Caller,
     page: PageRequest,
 ) -> Result<Json<OwnOrgList>, ApiError> {
-    let orgs = auth.store().read(move |txn| own_orgs(txn, &caller)).await?;
+    let orgs = store.read(move |txn| own_orgs(txn, &caller)).await?;
     let (orgs, next_cursor) = page.of_sorted(orgs, |(org, _)| org.id.to_string());
     let items = orgs
         .into_iter()

@@ -24,12 +24,13 @@ use crate::accounts::model::{Plan, Role};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, BodyRules, ClientAddr, ErrorCode};
 use crate::secrets::password;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     // The two routes anyone may call get the small body limit; the rest keep the API's.
     let sign_in = OpenApiRouter::new()
@@ -317,10 +318,9 @@ async fn logout_everywhere(State(auth): State<Auth>, caller: Caller) -> Result<R
 
 /// Who is calling.
 #[utoipa::path(get, path = "/api/v1/auth/me", tag = "auth", responses((status = 200, body = MeResponse)))]
-async fn me(State(auth): State<Auth>, caller: Caller) -> Result<Json<MeResponse>, ApiError> {
+async fn me(State(store): State<Store>, caller: Caller) -> Result<Json<MeResponse>, ApiError> {
     let (user_id, org_id) = (caller.user_id.clone(), caller.org_id.clone());
-    let (user, org, enabled) = auth
-        .store()
+    let (user, org, enabled) = store
         .read(move |txn| {
             let user = accounts::get_user(txn, &user_id)?;
             let org = accounts::get_org(txn, &org_id)?;
