@@ -15,7 +15,6 @@ pub mod roles;
 pub mod setup;
 
 use crate::clock::Clock;
-use crate::http::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError};
 use model::{InvalidInput, Membership, Org, Plan, Role, User};
 
@@ -55,25 +54,6 @@ pub enum AccountsError {
     Hashing(#[from] crate::secrets::hashing_pool::HashingError),
     #[error("{0}")]
     Internal(String),
-}
-
-impl From<AccountsError> for ApiError {
-    fn from(err: AccountsError) -> Self {
-        let detail = err.to_string();
-        match err {
-            AccountsError::Invalid(_) => ApiError::new(ErrorCode::InvalidPayload, detail),
-            AccountsError::EmailTaken(_) => ApiError::new(ErrorCode::EmailTaken, detail),
-            AccountsError::OrgNameTaken(_) => ApiError::new(ErrorCode::OrgNameTaken, detail),
-            AccountsError::OrgNotFound(_) | AccountsError::UserNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, detail)
-            }
-            AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
-            AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
-            AccountsError::Store(store) => ApiError::from(store),
-            AccountsError::Hashing(hashing) => ApiError::from(hashing),
-            AccountsError::Internal(cause) => ApiError::internal(cause),
-        }
-    }
 }
 
 /// A user to create, as typed by an operator or the setup form.

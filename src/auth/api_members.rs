@@ -20,12 +20,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::members::{
-    AddMember, MemberRow, add_member_txn, authorize_change, authorize_credential_change,
-    hash_password,
+    AddMember, MemberError, MemberRow, add_member_txn, authorize_change,
+    authorize_credential_change, hash_password,
 };
 use crate::accounts;
 use crate::accounts::model::{Role, UserId, normalize_email};
-use crate::accounts::roles::{self, MemberChange};
+use crate::accounts::roles::{self, MemberChange, Refusal};
 use crate::auth::audit;
 use crate::auth::revocation::Revocations;
 use crate::auth::{Admin, Auth, Viewer};
@@ -44,6 +44,34 @@ where
         .routes(routes!(list_members, add_member))
         .routes(routes!(change_role, remove_member))
         .routes(routes!(reset_two_factor))
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let detail = refusal.to_string();
+        match refusal {
+            Refusal::Forbidden(_) => ApiError::new(ErrorCode::Forbidden, detail),
+            Refusal::LastOwner => ApiError::new(ErrorCode::LastOwner, detail),
+        }
+    }
+}
+
+impl From<MemberError> for ApiError {
+    fn from(error: MemberError) -> Self {
+        let detail = error.to_string();
+        match error {
+            MemberError::NoLongerMember => ApiError::new(ErrorCode::Forbidden, detail),
+            MemberError::MemberNotFound => ApiError::new(ErrorCode::NotFound, detail),
+            MemberError::Refused(refusal) => ApiError::from(refusal),
+            MemberError::AlreadyMember(_) => ApiError::new(ErrorCode::AlreadyMember, detail),
+            MemberError::InvalidPassword(input) => {
+                ApiError::new(ErrorCode::InvalidPayload, input.0)
+            }
+            MemberError::Account(account) => ApiError::from(account),
+            MemberError::Hashing(hashing) => ApiError::from(hashing),
+            MemberError::Store(store) => ApiError::from(store),
+        }
+    }
 }
 
 /// Whether the member can sign in yet.

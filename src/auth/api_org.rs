@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::allowlist::{self, AllowlistError};
+use super::allowlist::{self, AllowlistError, NotAdmitted};
 use super::{Admin, Auth, Viewer, audit};
 use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
@@ -35,6 +35,12 @@ where
     OpenApiRouter::new()
         .routes(routes!(get_settings, patch_settings))
         .routes(routes!(get_ip_allowlist, put_ip_allowlist))
+}
+
+impl From<NotAdmitted> for ApiError {
+    fn from(refused: NotAdmitted) -> Self {
+        ApiError::new(ErrorCode::IpNotAllowed, refused.to_string())
+    }
 }
 
 impl From<AllowlistError> for ApiError {

@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::audit;
-use super::login::{self, LoginOutcome, SignedIn};
+use super::login::{self, LoginOutcome, SignInError, SignedIn};
 use super::revocation::Revocations;
 use super::tokens::LOGIN_TOKEN_TTL;
 use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db};
@@ -69,6 +69,28 @@ async fn limit_sign_in_body(mut request: Request, next: Next) -> Response {
         rules.max_bytes = rules.max_bytes.min(SIGN_IN_MAX_BODY_BYTES);
     }
     next.run(request).await
+}
+
+impl From<SignInError> for ApiError {
+    fn from(error: SignInError) -> Self {
+        let detail = error.to_string();
+        match error {
+            SignInError::InvalidEmail => ApiError::new(ErrorCode::InvalidEmail, detail),
+            SignInError::Locked { until, now } => ApiError::new(ErrorCode::AccountLocked, detail)
+                .with_retry_after(login::lock_retry_after(until, now)),
+            SignInError::WrongPassword => ApiError::new(ErrorCode::InvalidCredentials, detail),
+            SignInError::WrongCode | SignInError::CodeMissing => {
+                ApiError::new(ErrorCode::InvalidCode, detail)
+            }
+            SignInError::LoginTokenRejected(_)
+            | SignInError::LoginTokenUsed
+            | SignInError::AccountGone
+            | SignInError::MembershipGone => ApiError::new(ErrorCode::Unauthorized, detail),
+            SignInError::Signing(cause) => ApiError::internal(cause),
+            SignInError::Hashing(hashing) => ApiError::from(hashing),
+            SignInError::Store(store) => ApiError::from(store),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -12,24 +12,40 @@
 use redb::WriteTransaction;
 use serde_json::json;
 
-use crate::accounts;
 use crate::accounts::model::{
-    Invitation, Membership, OrgId, Role, User, UserId, validate_password,
+    InvalidInput, Invitation, Membership, OrgId, Role, User, UserId, validate_password,
 };
 use crate::accounts::roles::{self, MemberChange, Refusal};
+use crate::accounts::{self, AccountsError};
 use crate::auth::audit::{self, Actor};
 use crate::clock::Timestamp;
-use crate::http::{ApiError, ErrorCode};
+use crate::secrets::hashing_pool::HashingError;
 use crate::store::{ReadTxn, StoreError};
 
-impl From<Refusal> for ApiError {
-    fn from(refusal: Refusal) -> Self {
-        let detail = refusal.to_string();
-        match refusal {
-            Refusal::Forbidden(_) => ApiError::new(ErrorCode::Forbidden, detail),
-            Refusal::LastOwner => ApiError::new(ErrorCode::LastOwner, detail),
-        }
-    }
+/// Why a member operation refused or failed; `api_members.rs` maps it to a problem.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    /// The actor's own membership is gone (403).
+    #[error("you are no longer a member")]
+    NoLongerMember,
+    /// No member of the org has that id (404).
+    #[error("member not found")]
+    MemberNotFound,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The e-mail is a member of the org or invited to it already (409).
+    #[error("{0} is already a member or invited; change the role instead")]
+    AlreadyMember(String),
+    /// The password chosen for a new account breaks the password rules (400).
+    #[error(transparent)]
+    InvalidPassword(InvalidInput),
+    /// The directory refused a write (an e-mail taken by a concurrent sign-up).
+    #[error(transparent)]
+    Account(#[from] AccountsError),
+    #[error(transparent)]
+    Hashing(#[from] HashingError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// A member as stored, with what its view needs. An existing account's pending invitation
@@ -70,10 +86,10 @@ impl MemberRow {
 
 /// The actor's role as stored now: a session carries the role it was issued with, and the
 /// decision must not rest on a role taken away a moment ago.
-pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<Role, ApiError> {
+pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<Role, MemberError> {
     accounts::get_membership(txn, org, actor)?
         .map(|membership| membership.role)
-        .ok_or_else(|| ApiError::new(ErrorCode::Forbidden, "you are no longer a member"))
+        .ok_or(MemberError::NoLongerMember)
 }
 
 /// Owners who can act: an invited owner (new or existing account) does not keep the org owned.
@@ -94,9 +110,9 @@ pub fn authorize_change(
     actor: &UserId,
     target: &UserId,
     change: MemberChange,
-) -> Result<Membership, ApiError> {
+) -> Result<Membership, MemberError> {
     let membership =
-        accounts::get_membership(txn, org, target)?.ok_or_else(|| ApiError::not_found("member"))?;
+        accounts::get_membership(txn, org, target)?.ok_or(MemberError::MemberNotFound)?;
     let actor_role = live_role(txn, org, actor)?;
     roles::check_change(actor_role, membership.role, change, owner_count(txn, org)?)?;
     Ok(membership)
@@ -107,7 +123,7 @@ pub fn authorize_change(
 pub fn authorize_credential_change(
     txn: &WriteTransaction,
     membership: Membership,
-) -> Result<(), ApiError> {
+) -> Result<(), MemberError> {
     let user_id = membership.user_id.clone();
     let row = MemberRow::read(txn, membership)?;
     let other_orgs = accounts::memberships_of_user(txn, &user_id)?
@@ -118,8 +134,8 @@ pub fn authorize_credential_change(
 }
 
 /// Checks a password typed for a new account and hashes it off the async reactor.
-pub async fn hash_password(password: String) -> Result<String, ApiError> {
-    validate_password(&password).map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?;
+pub async fn hash_password(password: String) -> Result<String, MemberError> {
+    validate_password(&password).map_err(MemberError::InvalidPassword)?;
     // On the bounded hashing pool: 503 `overloaded` when its queue is full.
     Ok(crate::secrets::password::hash_bounded(password).await?)
 }
@@ -152,16 +168,10 @@ pub struct AddMember {
 /// belongs to the org or is invited to it (409 `already_member`). Nothing in the result, the
 /// audit entry or the member list tells whether the e-mail had an account: a given password is
 /// applied only to a new account, and an existing one shows a placeholder id until it accepts.
-pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, ApiError> {
+pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, MemberError> {
     roles::check_grant(live_role(txn, &add.org, &add.actor_id)?, add.role)?;
     if already_in_org(txn, &add.org, &add.email)? {
-        return Err(ApiError::new(
-            ErrorCode::AlreadyMember,
-            format!(
-                "{} is already a member or invited; change the role instead",
-                add.email
-            ),
-        ));
+        return Err(MemberError::AlreadyMember(add.email.clone()));
     }
     let existing = match accounts::find_user_by_email(txn, &add.email)? {
         // Nobody can sign in to an account with no password and no organisation: it is
