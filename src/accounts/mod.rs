@@ -29,6 +29,9 @@ pub use db::{
     update_user,
 };
 
+/// How an org and a user are shown on the wire, also in auth's answers (invitations).
+pub use api::{OrgView, UserView};
+
 /// The org `user create` puts a user in when none is named.
 pub const DEFAULT_ORG_NAME: &str = "default";
 

@@ -21,8 +21,8 @@ use utoipa_axum::routes;
 
 use super::members::hash_password;
 use crate::accounts;
-use crate::accounts::api::{OrgView, UserView};
 use crate::accounts::model::{Invitation, Membership, Role, User, normalize_email};
+use crate::accounts::{OrgView, UserView};
 use crate::auth::audit::{self, Actor};
 use crate::auth::revocation::Revocations;
 use crate::auth::{Auth, Caller};
