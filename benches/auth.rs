@@ -74,7 +74,7 @@ async fn fixture(dir: &std::path::Path, allowlist: &[&str]) -> Fixture {
         now,
     )
     .expect("session");
-    let api_key = format!("lk_{}", lookout::auth::random_token());
+    let api_key = format!("lk_{}", lookout::secrets::random_token());
     let record = ApiKey {
         id: ApiKeyId::generate(),
         org_id: created.org.id.clone(),
@@ -86,7 +86,7 @@ async fn fixture(dir: &std::path::Path, allowlist: &[&str]) -> Fixture {
         revoked_at: None,
         last_used_at: None,
     };
-    let digest = hex::encode(lookout::auth::token_digest(&api_key));
+    let digest = hex::encode(lookout::secrets::token_digest(&api_key));
     store
         .write(move |txn| -> Result<(), StoreError> {
             lookout::auth::db::insert_api_key(txn, &record, &digest)

@@ -1,7 +1,7 @@
 //! Lookout: a self-hosted monitoring appliance in one binary.
 //!
 //! Modules in reading order: configuration, storage, HTTP plumbing, the capabilities
-//! (accounts, auth, admin socket), the composition root and the command line.
+//! (with `secrets` below accounts and auth), the composition root and the command line.
 
 pub mod accounts;
 pub mod admin;
@@ -16,6 +16,7 @@ pub mod http;
 pub mod ingest;
 pub mod notify;
 pub mod search;
+pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod systemd;

@@ -9,10 +9,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::model::{Org, Plan, Role, User};
-use super::{CreatedUser, setup};
+use super::{AccountsError, CreatedUser, setup};
 use crate::clock::Clock;
 use crate::http::error::Problem;
-use crate::http::{ApiError, ApiJson};
+use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -22,6 +22,25 @@ where
     Clock: FromRef<S>,
 {
     OpenApiRouter::new().routes(routes!(setup_status, complete_setup))
+}
+
+impl From<AccountsError> for ApiError {
+    fn from(err: AccountsError) -> Self {
+        let detail = err.to_string();
+        match err {
+            AccountsError::Invalid(_) => ApiError::new(ErrorCode::InvalidPayload, detail),
+            AccountsError::EmailTaken(_) => ApiError::new(ErrorCode::EmailTaken, detail),
+            AccountsError::OrgNameTaken(_) => ApiError::new(ErrorCode::OrgNameTaken, detail),
+            AccountsError::OrgNotFound(_) | AccountsError::UserNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, detail)
+            }
+            AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
+            AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
+            AccountsError::Store(store) => ApiError::from(store),
+            AccountsError::Hashing(hashing) => ApiError::from(hashing),
+            AccountsError::Internal(cause) => ApiError::internal(cause),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -3,22 +3,34 @@
 //!
 //! The operations here are the public face other modules call. They validate input, do slow
 //! work (password hashing) before entering the writer, and commit each change in one write.
+//!
+//! Invariant: accounts is below `auth` and never uses it; what both need (password hashing,
+//! tokens and their digests) is in `crate::secrets`. `auth` reads and writes these tables only
+//! through the functions re-exported here, never through `db`.
 
 pub mod api;
-pub mod api_invitations;
-pub mod api_members;
 pub mod db;
-mod invitation_proof;
-pub mod members;
 pub mod model;
-pub mod operator;
 pub mod roles;
 pub mod setup;
 
 use crate::clock::Clock;
-use crate::http::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError};
 use model::{InvalidInput, Membership, Org, Plan, Role, User};
+
+/// Reads and writes of orgs, users, memberships and invitations inside a caller's
+/// transaction. `auth` composes them with its own tables in one transaction (a sign-in reads
+/// the user and its login state; removing a member also disables the member's API keys), so
+/// these, not the `db` module, are what it calls.
+pub use db::{
+    find_org, find_user_by_email, get_invitation, get_membership, get_org, get_user,
+    insert_invitation, insert_membership, insert_user, memberships_of_org, memberships_of_org_page,
+    memberships_of_user, remove_invitation, remove_membership, remove_user, rename_org, update_org,
+    update_user,
+};
+
+/// How an org and a user are shown on the wire, also in auth's answers (invitations).
+pub use api::{OrgView, UserView};
 
 /// The org `user create` puts a user in when none is named.
 pub const DEFAULT_ORG_NAME: &str = "default";
@@ -42,28 +54,9 @@ pub enum AccountsError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Hashing(#[from] crate::auth::hashing_pool::HashingError),
+    Hashing(#[from] crate::secrets::hashing_pool::HashingError),
     #[error("{0}")]
     Internal(String),
-}
-
-impl From<AccountsError> for ApiError {
-    fn from(err: AccountsError) -> Self {
-        let detail = err.to_string();
-        match err {
-            AccountsError::Invalid(_) => ApiError::new(ErrorCode::InvalidPayload, detail),
-            AccountsError::EmailTaken(_) => ApiError::new(ErrorCode::EmailTaken, detail),
-            AccountsError::OrgNameTaken(_) => ApiError::new(ErrorCode::OrgNameTaken, detail),
-            AccountsError::OrgNotFound(_) | AccountsError::UserNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, detail)
-            }
-            AccountsError::InvalidSetupToken => ApiError::new(ErrorCode::InvalidSetupToken, detail),
-            AccountsError::SetupCompleted => ApiError::new(ErrorCode::SetupCompleted, detail),
-            AccountsError::Store(store) => ApiError::from(store),
-            AccountsError::Hashing(hashing) => ApiError::from(hashing),
-            AccountsError::Internal(cause) => ApiError::internal(cause),
-        }
-    }
 }
 
 /// A user to create, as typed by an operator or the setup form.
@@ -106,9 +99,9 @@ struct PreparedUser {
 }
 
 /// Checks a password an operator or a new user typed and hashes it off the async reactor.
-async fn hash_new_password(password: String) -> Result<String, AccountsError> {
+pub async fn hash_new_password(password: String) -> Result<String, AccountsError> {
     model::validate_password(&password)?;
-    crate::auth::password::hash_bounded(password)
+    crate::secrets::password::hash_bounded(password)
         .await
         .map_err(AccountsError::from)
 }

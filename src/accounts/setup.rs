@@ -7,8 +7,8 @@
 
 use super::model::Role;
 use super::{AccountsError, CreatedUser, NewUser, db, prepare_user, write_user};
-use crate::auth::{digests_match, random_token, token_digest};
 use crate::clock::Clock;
+use crate::secrets::{digests_match, random_token, token_digest};
 use crate::store::{Store, meta_get, meta_put, meta_remove};
 
 const SETUP_TOKEN_KEY: &str = "setup_token_sha256";

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::accounts::model::{Plan, Role};
-use crate::accounts::{self, AccountsError, NewUser, operator};
+use crate::accounts::{self, AccountsError, NewUser};
+use crate::auth::operator;
 use crate::clock::Clock;
 use crate::http::ApiError;
 use crate::store::Store;
@@ -30,7 +31,7 @@ pub enum AdminRequest {
         org: Option<String>,
     },
     UserList,
-    /// Operator recovery (`accounts::operator`): a new password, sessions ended.
+    /// Operator recovery (`auth::operator`): a new password, sessions ended.
     UserResetPassword {
         email: String,
         password: String,

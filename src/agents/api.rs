@@ -151,8 +151,8 @@ async fn create_token(
         last_used_at: None,
         revoked_at: None,
     };
-    let secret = crate::auth::random_token();
-    let digest = hex::encode(crate::auth::token_digest(&secret));
+    let secret = crate::secrets::random_token();
+    let digest = hex::encode(crate::secrets::token_digest(&secret));
     let (stored, actor) = (token.clone(), caller.actor());
     agents
         .store()

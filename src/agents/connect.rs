@@ -82,7 +82,7 @@ async fn authenticate(agents: &Agents, headers: &HeaderMap) -> Result<EnrolmentT
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, secret)| secret.trim())
         .ok_or_else(|| refused("send Authorization: Bearer <enrolment token>"))?;
-    let digest = hex::encode(crate::auth::token_digest(secret));
+    let digest = hex::encode(crate::secrets::token_digest(secret));
     let token = agents
         .store()
         .read(move |txn| db::find_token_by_digest(txn, &digest))

@@ -114,8 +114,8 @@ async fn create_token(
             "name: 1 to 100 characters",
         ));
     }
-    let secret = format!("lkin_{}", crate::auth::random_token());
-    let digest = hex::encode(crate::auth::token_digest(&secret));
+    let secret = format!("lkin_{}", crate::secrets::random_token());
+    let digest = hex::encode(crate::secrets::token_digest(&secret));
     let now = notify.clock().now();
     let token = InboundToken {
         id: InboundTokenId::generate(),
@@ -273,7 +273,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let secret = presented_token(parts).ok_or_else(invalid_token)?;
-        let digest = hex::encode(crate::auth::token_digest(&secret));
+        let digest = hex::encode(crate::secrets::token_digest(&secret));
         let store = Store::from_ref(state);
         let token = store
             .read(move |txn| db::find_token_by_digest(txn, &digest))

@@ -55,20 +55,26 @@ pub fn admits(allowlist: &[IpNet], address: IpAddr) -> bool {
     allowlist.is_empty() || allowlist.iter().any(|network| network.contains(&address))
 }
 
-/// 403 `ip_not_allowed` unless the allowlist admits `client`; `whose` names the organisation
-/// in the detail ("the", "that").
+/// A client address the organisation's allowlist does not admit (403 `ip_not_allowed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{client} is not in {whose} organisation's IP allowlist")]
+pub struct NotAdmitted {
+    pub client: IpAddr,
+    /// Names the organisation in the detail: "the", "that".
+    pub whose: &'static str,
+}
+
+/// Refuses `client` unless the allowlist admits it; `whose` names the organisation in the
+/// detail ("the", "that").
 pub fn require_admitted(
     allowlist: &[IpNet],
     client: IpAddr,
-    whose: &str,
-) -> Result<(), crate::http::ApiError> {
+    whose: &'static str,
+) -> Result<(), NotAdmitted> {
     if admits(allowlist, client) {
         return Ok(());
     }
-    Err(crate::http::ApiError::new(
-        crate::http::ErrorCode::IpNotAllowed,
-        format!("{client} is not in {whose} organisation's IP allowlist"),
-    ))
+    Err(NotAdmitted { client, whose })
 }
 
 /// The list as text, the way it is shown back.

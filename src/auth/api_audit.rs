@@ -27,12 +27,13 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error, time_filter};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new().routes(routes!(list_audit_events))
 }
@@ -139,7 +140,7 @@ impl EventMatch {
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
 async fn list_audit_events(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Admin(caller): Admin,
     page: PageRequest,
     RawQuery(query): RawQuery,
@@ -149,12 +150,11 @@ async fn list_audit_events(
     let matching = EventMatch::read(&filters)?;
     let before = page.cursor_as(AuditId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (found, emails) = auth
-        .store()
+    let (found, emails) = store
         .read(move |txn| {
             let actor_id = match matching.actor.as_deref() {
                 Some(email) if email.contains('@') => {
-                    accounts::db::find_user_by_email(txn, email)?.map(|user| user.id)
+                    accounts::find_user_by_email(txn, email)?.map(|user| user.id)
                 }
                 _ => None,
             };
@@ -179,7 +179,7 @@ async fn list_audit_events(
                     continue;
                 };
                 if !emails.contains_key(actor)
-                    && let Some(user) = accounts::db::get_user(txn, actor)?
+                    && let Some(user) = accounts::get_user(txn, actor)?
                 {
                     emails.insert(actor.clone(), user.email);
                 }

@@ -20,16 +20,18 @@ use super::model::{ApiKey, ApiKeyId};
 use super::{Admin, Auth, db};
 use crate::accounts;
 use crate::accounts::model::Role;
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Clock: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(create_key, list_keys))
@@ -99,7 +101,8 @@ fn key_view(key: &ApiKey, role: Option<Role>, last_used: Option<Timestamp>) -> K
     responses((status = 201, body = CreatedKeyResponse),
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
 async fn create_key(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<CreatedKeyResponse>), ApiError> {
@@ -110,7 +113,7 @@ async fn create_key(
             "name: 1 to 100 characters",
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let expires_at = match request.expires_at.as_deref() {
         None => None,
         Some(text) => {
@@ -129,7 +132,7 @@ async fn create_key(
             Some(at)
         }
     };
-    let secret = format!("{API_KEY_PREFIX}{}", super::random_token());
+    let secret = format!("{API_KEY_PREFIX}{}", crate::secrets::random_token());
     debug_assert_eq!(secret.len(), API_KEY_LEN);
     let key = ApiKey {
         id: ApiKeyId::generate(),
@@ -142,9 +145,9 @@ async fn create_key(
         revoked_at: None,
         last_used_at: None,
     };
-    let digest = hex::encode(super::token_digest(&secret));
+    let digest = hex::encode(crate::secrets::token_digest(&secret));
     let (stored, actor) = (key.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             db::insert_api_key(txn, &stored, &digest)?;
             let detail = json!({"name": stored.name});
@@ -190,7 +193,7 @@ async fn list_keys(
             // One more row than asked for tells whether a next page exists.
             let mut rows = Vec::new();
             for key in db::api_keys_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
-                let role = accounts::db::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
+                let role = accounts::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
                 rows.push((key, role));
             }
             Ok::<_, StoreError>(rows)
@@ -210,14 +213,15 @@ async fn list_keys(
     params(("id" = String, Path, description = "key id")),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn revoke_key(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = ApiKeyId::parse(&id).map_err(|_| ApiError::not_found("api key"))?;
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             let mut key = db::get_api_key(txn, &id)?
                 .filter(|key| key.org_id == org)

@@ -16,21 +16,31 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::allowlist::{self, AllowlistError};
+use super::allowlist::{self, AllowlistError, NotAdmitted};
 use super::{Admin, Auth, Viewer, audit};
 use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
+use crate::clock::Clock;
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Clock: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(get_settings, patch_settings))
         .routes(routes!(get_ip_allowlist, put_ip_allowlist))
+}
+
+impl From<NotAdmitted> for ApiError {
+    fn from(refused: NotAdmitted) -> Self {
+        ApiError::new(ErrorCode::IpNotAllowed, refused.to_string())
+    }
 }
 
 impl From<AllowlistError> for ApiError {
@@ -86,9 +96,9 @@ fn settings_view(org: &Org) -> OrgSettings {
     }
 }
 
-async fn read_org(auth: &Auth, org: OrgId) -> Result<Org, ApiError> {
-    auth.store()
-        .read(move |txn| accounts::db::get_org(txn, &org))
+async fn read_org(store: &Store, org: OrgId) -> Result<Org, ApiError> {
+    store
+        .read(move |txn| accounts::get_org(txn, &org))
         .await?
         .ok_or_else(|| ApiError::not_found("organisation"))
 }
@@ -97,10 +107,10 @@ async fn read_org(auth: &Auth, org: OrgId) -> Result<Org, ApiError> {
 #[utoipa::path(get, path = "/api/v1/orgs/me/settings", tag = "org settings",
     responses((status = 200, body = OrgSettings)))]
 async fn get_settings(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
 ) -> Result<Json<OrgSettings>, ApiError> {
-    let org = read_org(&auth, caller.org_id).await?;
+    let org = read_org(&store, caller.org_id).await?;
     Ok(Json(settings_view(&org)))
 }
 
@@ -111,7 +121,8 @@ async fn get_settings(
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "org_name_taken", body = Problem, content_type = "application/problem+json")))]
 async fn patch_settings(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(patch): ApiJson<SettingsPatch>,
 ) -> Result<Json<OrgSettings>, ApiError> {
@@ -123,23 +134,22 @@ async fn patch_settings(
         None => None,
     };
     let required = patch.two_factor_required;
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org_id, actor) = (caller.org_id.clone(), caller.actor());
-    let org = auth
-        .store()
+    let org = store
         .write(move |txn| {
-            let mut org = accounts::db::get_org(txn, &org_id)?
+            let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
             let mut detail = serde_json::Map::new();
             if let Some(name) = name.clone().filter(|name| *name != org.name) {
                 detail.insert("name".into(), json!({"from": org.name, "to": name}));
-                accounts::db::rename_org(txn, &mut org, name)?;
+                accounts::rename_org(txn, &mut org, name)?;
             }
             if let Some(required) = required.filter(|r| *r != org.two_factor_required) {
                 let change = json!({"from": org.two_factor_required, "to": required});
                 detail.insert("two_factor_required".into(), change);
                 org.two_factor_required = required;
-                accounts::db::update_org(txn, &org)?;
+                accounts::update_org(txn, &org)?;
             }
             if !detail.is_empty() {
                 let detail = serde_json::Value::Object(detail);
@@ -164,10 +174,10 @@ async fn patch_settings(
     responses((status = 200, body = IpAllowlist),
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
 async fn get_ip_allowlist(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Admin(caller): Admin,
 ) -> Result<Json<IpAllowlist>, ApiError> {
-    let org = read_org(&auth, caller.org_id).await?;
+    let org = read_org(&store, caller.org_id).await?;
     Ok(Json(IpAllowlist {
         cidrs: allowlist::to_strings(&org.ip_allowlist),
     }))
@@ -180,7 +190,8 @@ async fn get_ip_allowlist(
         (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "would_lock_out: the list excludes your own address; send force to save anyway", body = Problem, content_type = "application/problem+json")))]
 async fn put_ip_allowlist(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<PutIpAllowlist>,
 ) -> Result<Json<IpAllowlist>, ApiError> {
@@ -194,12 +205,11 @@ async fn put_ip_allowlist(
             ),
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org_id, actor, forced) = (caller.org_id.clone(), caller.actor(), request.force);
-    let org = auth
-        .store()
+    let org = store
         .write(move |txn| {
-            let mut org = accounts::db::get_org(txn, &org_id)?
+            let mut org = accounts::get_org(txn, &org_id)?
                 .ok_or_else(|| ApiError::not_found("organisation"))?;
             if org.ip_allowlist != networks {
                 let detail = json!({
@@ -208,7 +218,7 @@ async fn put_ip_allowlist(
                     "force": forced,
                 });
                 org.ip_allowlist = networks.clone();
-                accounts::db::update_org(txn, &org)?;
+                accounts::update_org(txn, &org)?;
                 audit::record(
                     txn,
                     Some(&org.id),

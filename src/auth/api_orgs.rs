@@ -29,12 +29,13 @@ use crate::accounts::model::{Membership, Org, OrgId, Role};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_own_orgs))
@@ -66,18 +67,16 @@ fn own_orgs(
     caller: &Caller,
 ) -> Result<Vec<(Org, Membership)>, StoreError> {
     let mut memberships = match caller.credential {
-        Credential::Session(_) => accounts::db::memberships_of_user(txn, &caller.user_id)?,
-        Credential::ApiKey(_) => {
-            accounts::db::get_membership(txn, &caller.org_id, &caller.user_id)?
-                .into_iter()
-                .collect()
-        }
+        Credential::Session(_) => accounts::memberships_of_user(txn, &caller.user_id)?,
+        Credential::ApiKey(_) => accounts::get_membership(txn, &caller.org_id, &caller.user_id)?
+            .into_iter()
+            .collect(),
     };
     memberships.retain(|membership| !membership.awaits_existing_account());
     memberships.sort_by(|a, b| a.org_id.as_str().cmp(b.org_id.as_str()));
     let mut found = Vec::with_capacity(memberships.len());
     for membership in memberships {
-        if let Some(org) = accounts::db::get_org(txn, &membership.org_id)? {
+        if let Some(org) = accounts::get_org(txn, &membership.org_id)? {
             found.push((org, membership));
         }
     }
@@ -89,11 +88,11 @@ fn own_orgs(
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, description = "joined organisations; an API key lists its own only", body = OwnOrgList)))]
 async fn list_own_orgs(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     caller: Caller,
     page: PageRequest,
 ) -> Result<Json<OwnOrgList>, ApiError> {
-    let orgs = auth.store().read(move |txn| own_orgs(txn, &caller)).await?;
+    let orgs = store.read(move |txn| own_orgs(txn, &caller)).await?;
     let (orgs, next_cursor) = page.of_sorted(orgs, |(org, _)| org.id.to_string());
     let items = orgs
         .into_iter()
@@ -132,12 +131,12 @@ async fn switch_org(
     let found = auth
         .store()
         .read(move |txn| {
-            let membership = accounts::db::get_membership(txn, &lookup, &user_id)?;
+            let membership = accounts::get_membership(txn, &lookup, &user_id)?;
             let Some(membership) = membership.filter(|m| !m.awaits_existing_account()) else {
                 return Ok::<_, StoreError>(None);
             };
-            let org = accounts::db::get_org(txn, &lookup)?;
-            let user = accounts::db::get_user(txn, &user_id)?;
+            let org = accounts::get_org(txn, &lookup)?;
+            let user = accounts::get_user(txn, &user_id)?;
             let enabled = db::two_factor_enabled(txn, &user_id)?;
             Ok(org
                 .zip(user)

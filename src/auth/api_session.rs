@@ -15,20 +15,22 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::audit;
-use super::login::{self, LoginOutcome, SignedIn};
+use super::login::{self, LoginOutcome, SignInError, SignedIn};
 use super::revocation::Revocations;
 use super::tokens::LOGIN_TOKEN_TTL;
-use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db, password};
+use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db};
 use crate::accounts;
 use crate::accounts::model::{Plan, Role};
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, BodyRules, ClientAddr, ErrorCode};
-use crate::store::StoreError;
+use crate::secrets::password;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     // The two routes anyone may call get the small body limit; the rest keep the API's.
     let sign_in = OpenApiRouter::new()
@@ -67,6 +69,28 @@ async fn limit_sign_in_body(mut request: Request, next: Next) -> Response {
         rules.max_bytes = rules.max_bytes.min(SIGN_IN_MAX_BODY_BYTES);
     }
     next.run(request).await
+}
+
+impl From<SignInError> for ApiError {
+    fn from(error: SignInError) -> Self {
+        let detail = error.to_string();
+        match error {
+            SignInError::InvalidEmail => ApiError::new(ErrorCode::InvalidEmail, detail),
+            SignInError::Locked { until, now } => ApiError::new(ErrorCode::AccountLocked, detail)
+                .with_retry_after(login::lock_retry_after(until, now)),
+            SignInError::WrongPassword => ApiError::new(ErrorCode::InvalidCredentials, detail),
+            SignInError::WrongCode | SignInError::CodeMissing => {
+                ApiError::new(ErrorCode::InvalidCode, detail)
+            }
+            SignInError::LoginTokenRejected(_)
+            | SignInError::LoginTokenUsed
+            | SignInError::AccountGone
+            | SignInError::MembershipGone => ApiError::new(ErrorCode::Unauthorized, detail),
+            SignInError::Signing(cause) => ApiError::internal(cause),
+            SignInError::Hashing(hashing) => ApiError::from(hashing),
+            SignInError::Store(store) => ApiError::from(store),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -316,13 +340,12 @@ async fn logout_everywhere(State(auth): State<Auth>, caller: Caller) -> Result<R
 
 /// Who is calling.
 #[utoipa::path(get, path = "/api/v1/auth/me", tag = "auth", responses((status = 200, body = MeResponse)))]
-async fn me(State(auth): State<Auth>, caller: Caller) -> Result<Json<MeResponse>, ApiError> {
+async fn me(State(store): State<Store>, caller: Caller) -> Result<Json<MeResponse>, ApiError> {
     let (user_id, org_id) = (caller.user_id.clone(), caller.org_id.clone());
-    let (user, org, enabled) = auth
-        .store()
+    let (user, org, enabled) = store
         .read(move |txn| {
-            let user = accounts::db::get_user(txn, &user_id)?;
-            let org = accounts::db::get_org(txn, &org_id)?;
+            let user = accounts::get_user(txn, &user_id)?;
+            let org = accounts::get_org(txn, &org_id)?;
             Ok::<_, StoreError>((user, org, db::two_factor_enabled(txn, &user_id)?))
         })
         .await?;
@@ -365,7 +388,7 @@ async fn change_password(
     let user_id = caller.user_id.clone();
     let user = auth
         .store()
-        .read(move |txn| accounts::db::get_user(txn, &user_id))
+        .read(move |txn| accounts::get_user(txn, &user_id))
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
     let (current, stored, new) = (
@@ -387,7 +410,7 @@ async fn change_password(
     let user_id = updated.id.clone();
     auth.store()
         .write(move |txn| {
-            accounts::db::update_user(txn, &updated)?;
+            accounts::update_user(txn, &updated)?;
             Revocations::write_user_logout(txn, &updated.id, now)?;
             audit::record(
                 txn,

@@ -15,14 +15,17 @@ use super::audit;
 use super::revocation::Revocations;
 use super::{Auth, Caller, db, totp};
 use crate::accounts;
+use crate::clock::Clock;
 use crate::http::error::Problem;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Clock: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(two_factor_setup))
@@ -44,15 +47,15 @@ pub struct TwoFactorSetup {
     responses((status = 200, body = TwoFactorSetup),
         (status = 409, description = "already enabled", body = Problem, content_type = "application/problem+json")))]
 async fn two_factor_setup(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     caller: Caller,
 ) -> Result<Json<TwoFactorSetup>, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let user_id = caller.user_id.clone();
     let enrolment = totp::pending_enrolment(now);
     let secret = enrolment.secret.clone();
-    let email = auth
-        .store()
+    let email = store
         .write(move |txn| {
             if db::two_factor_enabled(txn, &user_id)? {
                 return Err(ApiError::new(
@@ -61,7 +64,7 @@ async fn two_factor_setup(
                 ));
             }
             db::put_two_factor(txn, &user_id, &enrolment)?;
-            let user = accounts::db::get_user(txn, &user_id)?;
+            let user = accounts::get_user(txn, &user_id)?;
             Ok(user.map(|u| u.email).unwrap_or_default())
         })
         .await?;
@@ -92,18 +95,18 @@ pub struct RecoveryCodes {
     responses((status = 200, body = RecoveryCodes),
         (status = 401, description = "invalid_code", body = Problem, content_type = "application/problem+json")))]
 async fn two_factor_enable(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     caller: Caller,
     ApiJson(request): ApiJson<CodeRequest>,
 ) -> Result<Json<RecoveryCodes>, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let (user_id, org, actor) = (
         caller.user_id.clone(),
         caller.org_id.clone(),
         caller.actor(),
     );
-    let codes = auth
-        .store()
+    let codes = store
         .write(move |txn| {
             let codes = totp::confirm_enrolment(txn, &user_id, &request.code, now)?;
             if codes.is_some() {

@@ -163,13 +163,13 @@ fn authenticate_api_key(auth: &Auth, secret: &str, client: IpAddr) -> Result<Cal
     if !secret.starts_with(API_KEY_PREFIX) || secret.len() != API_KEY_LEN {
         return Err(invalid());
     }
-    let digest = hex::encode(super::token_digest(secret));
+    let digest = hex::encode(crate::secrets::token_digest(secret));
     let now = auth.clock().now();
     let found = auth.store().read_blocking(|txn| {
         let Some(key) = db::find_api_key_by_digest(txn, &digest)? else {
             return Ok::<_, StoreError>(None);
         };
-        let membership = accounts::db::get_membership(txn, &key.org_id, &key.user_id)?;
+        let membership = accounts::get_membership(txn, &key.org_id, &key.user_id)?;
         Ok(Some((key, membership)))
     })?;
     // The key must be usable and its issuer still a member: it acts with the issuer's current role.
@@ -207,7 +207,7 @@ fn check_csrf(auth: &Auth, parts: &Parts, claims: &Claims) -> Result<(), ApiErro
         .map(|value| value.as_bytes())
         .unwrap_or(b"");
     let expected = auth.csrf_token(&claims.jti);
-    if !super::digests_match(sent, expected.as_bytes()) {
+    if !crate::secrets::digests_match(sent, expected.as_bytes()) {
         return Err(ApiError::new(
             ErrorCode::CsrfFailed,
             "missing or wrong X-CSRF-Token header",
@@ -219,10 +219,10 @@ fn check_csrf(auth: &Auth, parts: &Parts, claims: &Claims) -> Result<(), ApiErro
 /// The organisation's policies and the rate limit.
 fn authorize(auth: &Auth, parts: &Parts, caller: &Caller) -> Result<(), ApiError> {
     let (org, two_factor_enabled, membership, disabled) = auth.store().read_blocking(|txn| {
-        let org = accounts::db::get_org(txn, &caller.org_id)?;
+        let org = accounts::get_org(txn, &caller.org_id)?;
         let enabled = db::two_factor_enabled(txn, &caller.user_id)?;
-        let membership = accounts::db::get_membership(txn, &caller.org_id, &caller.user_id)?;
-        let user = accounts::db::get_user(txn, &caller.user_id)?;
+        let membership = accounts::get_membership(txn, &caller.org_id, &caller.user_id)?;
+        let user = accounts::get_user(txn, &caller.user_id)?;
         let disabled = user.is_none_or(|user| user.disabled_at.is_some());
         Ok::<_, StoreError>((org, enabled, membership, disabled))
     })?;

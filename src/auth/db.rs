@@ -64,6 +64,24 @@ pub fn api_keys_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<ApiKey>, S
     Ok(keys)
 }
 
+/// Revokes, at `now`, every live API key `user` issued in `org`; returns how many.
+pub fn revoke_api_keys_of_member(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    user: &UserId,
+    now: Timestamp,
+) -> Result<usize, StoreError> {
+    let mut revoked = 0;
+    for mut key in api_keys_of_org(txn, org)? {
+        if &key.user_id == user && key.revoked_at.is_none() {
+            key.revoked_at = Some(now);
+            update_api_key(txn, &key)?;
+            revoked += 1;
+        }
+    }
+    Ok(revoked)
+}
+
 /// One page of the organisation's API keys, in id (creation) order, after the key `after`.
 pub fn api_keys_page_of_org(
     txn: &impl ReadTxn,

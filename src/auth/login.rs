@@ -22,12 +22,48 @@ use super::audit::{self, Actor};
 use super::model::{FailureOutcome, LockoutPolicy, LoginState};
 use super::revocation::Revocations;
 use super::tokens::{Claims, LOGIN_TOKEN_TTL, TokenKind};
-use super::{Auth, db, password, totp};
+use super::{Auth, db, totp};
 use crate::accounts::model::{Membership, Org, OrgId, Role, User, normalize_email};
 use crate::accounts::{self};
 use crate::clock::Timestamp;
-use crate::http::{ApiError, ErrorCode};
+use crate::secrets::hashing_pool::HashingError;
+use crate::secrets::password;
 use crate::store::StoreError;
+
+/// Why a sign-in (or an invitation's proof of identity) was refused or failed;
+/// `api_session.rs` maps it to a problem.
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    /// 400 `invalid_email`: what was typed is not an address (it is not echoed: it may be long).
+    #[error("the e-mail must be an address of at most {MAX_EMAIL_BYTES} bytes")]
+    InvalidEmail,
+    /// 423 `account_locked` until `until`, told as Retry-After from `now`.
+    #[error("too many failed sign-ins: this account is locked for now")]
+    Locked { until: Timestamp, now: Timestamp },
+    /// 401 `invalid_credentials`, the same for an unknown e-mail and a wrong password.
+    #[error("wrong e-mail or password")]
+    WrongPassword,
+    #[error("wrong, expired or already used code")]
+    WrongCode,
+    #[error("this account has a second factor: send `code` too")]
+    CodeMissing,
+    /// The login token did not verify; holds why.
+    #[error("login token rejected: {0}; sign in again")]
+    LoginTokenRejected(String),
+    #[error("this login token was already used; sign in again")]
+    LoginTokenUsed,
+    #[error("the account no longer exists")]
+    AccountGone,
+    #[error("the membership no longer exists")]
+    MembershipGone,
+    /// A token could not be signed; holds why (logged, never sent).
+    #[error("{0}")]
+    Signing(String),
+    #[error(transparent)]
+    Hashing(#[from] HashingError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// A new session.
 #[derive(Debug, Clone)]
@@ -69,29 +105,20 @@ pub(crate) fn policy(auth: &Auth) -> LockoutPolicy {
     }
 }
 
-pub(crate) fn locked_error(until: Timestamp, now: Timestamp) -> ApiError {
+/// How long a client refused by a lock until `until` is told to wait: whole seconds, at least one.
+pub(crate) fn lock_retry_after(until: Timestamp, now: Timestamp) -> std::time::Duration {
     let seconds =
         u64::try_from((until.unix_millis() - now.unix_millis()).max(1000) / 1000).unwrap_or(1);
-    ApiError::new(
-        ErrorCode::AccountLocked,
-        "too many failed sign-ins: this account is locked for now",
-    )
-    .with_retry_after(std::time::Duration::from_secs(seconds))
+    std::time::Duration::from_secs(seconds)
 }
 
 /// The lockout key of what was typed: the normalised address, or 400 `invalid_email` for
 /// anything else (the input is not echoed: it may be long).
-fn lockout_key(email: &str) -> Result<String, ApiError> {
-    let invalid = || {
-        ApiError::new(
-            ErrorCode::InvalidEmail,
-            format!("the e-mail must be an address of at most {MAX_EMAIL_BYTES} bytes"),
-        )
-    };
+fn lockout_key(email: &str) -> Result<String, SignInError> {
     if email.trim().len() > MAX_EMAIL_BYTES {
-        return Err(invalid());
+        return Err(SignInError::InvalidEmail);
     }
-    normalize_email(email).map_err(|_| invalid())
+    normalize_email(email).map_err(|_| SignInError::InvalidEmail)
 }
 
 /// Reads the account of `email` in `org_hint` (id or name) or its oldest membership.
@@ -99,7 +126,7 @@ async fn find_account(
     auth: &Auth,
     email: &str,
     org_hint: Option<&str>,
-) -> Result<(LoginState, Option<Account>), ApiError> {
+) -> Result<(LoginState, Option<Account>), SignInError> {
     let email = email.to_string();
     let org_hint = org_hint.map(str::to_string);
     let found = auth
@@ -107,14 +134,14 @@ async fn find_account(
         .read(move |txn| {
             let state = db::login_state(txn, &email)?;
             // A disabled account signs in no more: it takes the unknown address's path.
-            let found = accounts::db::find_user_by_email(txn, &email)?;
+            let found = accounts::find_user_by_email(txn, &email)?;
             let Some(user) = found.filter(|user| user.disabled_at.is_none()) else {
                 return Ok::<_, StoreError>((state, None));
             };
-            let memberships = accounts::db::memberships_of_user(txn, &user.id)?;
+            let memberships = accounts::memberships_of_user(txn, &user.id)?;
             let chosen = match &org_hint {
                 Some(hint) => {
-                    let org = accounts::db::find_org(txn, hint)?;
+                    let org = accounts::find_org(txn, hint)?;
                     memberships
                         .into_iter()
                         .find(|m| org.as_ref().is_some_and(|o| o.id == m.org_id))
@@ -124,7 +151,7 @@ async fn find_account(
             let Some(membership) = chosen else {
                 return Ok((state, None));
             };
-            let Some(org) = accounts::db::get_org(txn, &membership.org_id)? else {
+            let Some(org) = accounts::get_org(txn, &membership.org_id)? else {
                 return Ok((state, None));
             };
             let two_factor_enabled = db::two_factor_enabled(txn, &user.id)?;
@@ -149,14 +176,14 @@ pub async fn password_login(
     password: &str,
     org_hint: Option<&str>,
     client: IpAddr,
-) -> Result<LoginOutcome, ApiError> {
+) -> Result<LoginOutcome, SignInError> {
     let key = lockout_key(email)?;
     // Held until the outcome is written, so the next attempt of this e-mail sees it.
     let _turn = auth.account_locks().turn(&key).await;
     let now = auth.clock().now();
     let (state, account) = find_account(auth, &key, org_hint).await?;
     if let Some(until) = state.locked_at(now) {
-        return Err(locked_error(until, now));
+        return Err(SignInError::Locked { until, now });
     }
     // Always one argon2 verify, against a dummy hash when there is no such account.
     let stored = match &account {
@@ -175,10 +202,7 @@ pub async fn password_login(
     let audit_org = account.as_ref().map(|account| account.org.id.clone());
     let Some(account) = account.filter(|_| matches) else {
         record_failure(auth, &key, actor, audit_org, "login.failed").await?;
-        return Err(ApiError::new(
-            ErrorCode::InvalidCredentials,
-            "wrong e-mail or password",
-        ));
+        return Err(SignInError::WrongPassword);
     };
     let org_id = account.org.id.clone();
     let second_factor = account.two_factor_enabled;
@@ -208,7 +232,7 @@ pub async fn password_login(
                 now,
                 LOGIN_TOKEN_TTL,
             )
-            .map_err(ApiError::internal)?;
+            .map_err(|err| SignInError::Signing(err.to_string()))?;
         return Ok(LoginOutcome::SecondFactor { login_token });
     }
     issue_session(
@@ -229,7 +253,7 @@ pub(crate) async fn record_failure(
     actor: Actor,
     org: Option<OrgId>,
     action: &'static str,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let key = key.to_string();
     let policy = policy(auth);
     let now = auth.clock().now();
@@ -283,12 +307,12 @@ pub fn issue_session(
     role: Role,
     two_factor_enabled: bool,
     now: Timestamp,
-) -> Result<SignedIn, ApiError> {
+) -> Result<SignedIn, SignInError> {
     let ttl = auth.settings().jwt_ttl;
     let (token, claims) = auth
         .signer()
         .issue(TokenKind::Session, &user.id, &org.id, Some(role), now, ttl)
-        .map_err(ApiError::internal)?;
+        .map_err(|err| SignInError::Signing(err.to_string()))?;
     let csrf_token = auth.csrf_token(&claims.jti);
     Ok(SignedIn {
         token,
@@ -315,23 +339,18 @@ pub async fn complete_second_factor(
     login_token: &str,
     code: &str,
     client: IpAddr,
-) -> Result<SignedIn, ApiError> {
+) -> Result<SignedIn, SignInError> {
     let now = auth.clock().now();
     let claims = auth
         .signer()
         .verify(TokenKind::Login, login_token, now)
-        .map_err(|err| {
-            ApiError::new(
-                ErrorCode::Unauthorized,
-                format!("login token rejected: {err}; sign in again"),
-            )
-        })?;
+        .map_err(|err| SignInError::LoginTokenRejected(err.to_string()))?;
     let user_id = claims.sub.clone();
     let user = auth
         .store()
-        .read_blocking(|txn| accounts::db::get_user(txn, &user_id))?
+        .read_blocking(|txn| accounts::get_user(txn, &user_id))?
         .filter(|user| user.disabled_at.is_none())
-        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the account no longer exists"))?;
+        .ok_or(SignInError::AccountGone)?;
     let key = user.email.clone();
     let policy = policy(auth);
     let actor = Actor {
@@ -380,28 +399,22 @@ pub async fn complete_second_factor(
     drop(turn);
     match outcome {
         CodeOutcome::Accepted => {}
-        CodeOutcome::Locked(until) => return Err(locked_error(until, now)),
+        CodeOutcome::Locked(until) => return Err(SignInError::Locked { until, now }),
         CodeOutcome::TokenUsed => {
-            return Err(ApiError::new(
-                ErrorCode::Unauthorized,
-                "this login token was already used; sign in again",
-            ));
+            return Err(SignInError::LoginTokenUsed);
         }
         CodeOutcome::WrongCode => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidCode,
-                "wrong, expired or already used code",
-            ));
+            return Err(SignInError::WrongCode);
         }
     }
     auth.revocations().note_session_logout(&claims);
     let (org, role) = auth
         .store()
         .read_blocking(|txn| {
-            let org = accounts::db::get_org(txn, &claims.org)?;
-            let membership = accounts::db::get_membership(txn, &claims.org, &claims.sub)?;
+            let org = accounts::get_org(txn, &claims.org)?;
+            let membership = accounts::get_membership(txn, &claims.org, &claims.sub)?;
             Ok::<_, StoreError>(org.zip(membership.map(|m| m.role)))
         })?
-        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "the membership no longer exists"))?;
+        .ok_or(SignInError::MembershipGone)?;
     issue_session(auth, user, org, role, true, now)
 }

@@ -2,11 +2,17 @@
 //! lockout, TOTP, API keys, CSRF, the IP allowlist, per-credential rate limits and the audit
 //! log. `Auth` is the handle handlers and extractors share; `Caller` (in `caller.rs`) is how a
 //! handler states what it requires.
+//!
+//! Auth sits above `accounts` (the directory of orgs, users and memberships) and uses it only
+//! through `accounts`'s face; accounts never uses auth. So the changes that move a membership
+//! together with credentials (members, invitations, the operator's recovery) live here.
 
 pub mod account_locks;
 pub mod allowlist;
 pub mod api_audit;
+pub mod api_invitations;
 pub mod api_keys;
+pub mod api_members;
 pub mod api_org;
 pub mod api_orgs;
 pub mod api_session;
@@ -14,12 +20,13 @@ pub mod api_twofactor;
 pub mod audit;
 pub mod caller;
 pub mod db;
-pub mod hashing_pool;
+mod invitation_proof;
 pub mod key_usage;
 pub mod keys;
 pub mod login;
+pub mod members;
 pub mod model;
-pub mod password;
+pub mod operator;
 pub mod ratelimit;
 pub mod revocation;
 pub mod sweep;
@@ -33,6 +40,7 @@ use sha2::Sha256;
 
 use crate::clock::Clock;
 use crate::config::{AuthSettings, Config};
+use crate::secrets::{password, random_token};
 use crate::store::{Store, StoreError};
 use keys::JwtKey;
 use revocation::Revocations;
@@ -195,25 +203,4 @@ impl Auth {
         sweep::sweep_login_states(self).await;
         sweep::sweep_audit_events(self).await;
     }
-}
-
-/// A random secret token: 32 bytes from the OS generator, base64url without padding.
-pub fn random_token() -> String {
-    use base64::Engine;
-    use rand::RngCore;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// SHA-256 of a token, as stored in place of the token itself.
-pub fn token_digest(token: &str) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes()).into()
-}
-
-/// Compares two digests in constant time.
-pub fn digests_match(left: &[u8], right: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    left.ct_eq(right).into()
 }

@@ -108,7 +108,7 @@ impl TokenSigner {
             iat: now.unix_seconds(),
             nbf: now.unix_seconds(),
             exp: now.plus(ttl).unix_seconds(),
-            jti: crate::auth::random_token(),
+            jti: crate::secrets::random_token(),
             iss: ISSUER.to_string(),
             aud: AUDIENCE.to_string(),
             typ: kind,

@@ -95,7 +95,7 @@ fn recovery_digest(code: &str) -> String {
         .chars()
         .filter(|c| *c != '-' && *c != ' ')
         .collect();
-    hex::encode(super::token_digest(&normalised))
+    hex::encode(crate::secrets::token_digest(&normalised))
 }
 
 /// Checks `code` against a pending (not yet enabled) enrolment and, when it matches, enables
@@ -147,7 +147,7 @@ pub fn verify_and_consume(
     let Some(index) = enrolment
         .recovery_code_digests
         .iter()
-        .position(|d| super::digests_match(d.as_bytes(), digest.as_bytes()))
+        .position(|d| crate::secrets::digests_match(d.as_bytes(), digest.as_bytes()))
     else {
         return Ok(false);
     };

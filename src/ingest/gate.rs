@@ -115,16 +115,16 @@ impl IngestKeys {
         IngestKeys {
             digests: keys
                 .iter()
-                .map(|key| crate::auth::token_digest(key))
+                .map(|key| crate::secrets::token_digest(key))
                 .collect(),
         }
     }
 
     /// Whether `presented` is one of the keys; every key is compared, in constant time.
     pub fn accepts(&self, presented: &str) -> bool {
-        let digest = crate::auth::token_digest(presented);
+        let digest = crate::secrets::token_digest(presented);
         self.digests.iter().fold(false, |found, key| {
-            found | crate::auth::digests_match(&digest, key)
+            found | crate::secrets::digests_match(&digest, key)
         })
     }
 }

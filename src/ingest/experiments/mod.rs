@@ -144,7 +144,7 @@ pub fn ab_config(txn: &impl ReadTxn, org: &OrgId) -> Result<AbConfig, StoreError
 /// The rendered `ab-config` body and its strong ETag.
 pub fn render_ab_config(config: &AbConfig) -> (Vec<u8>, String) {
     let body = serde_json::to_vec(config).unwrap_or_else(|_| b"{}".to_vec());
-    let digest = crate::auth::token_digest(&String::from_utf8_lossy(&body));
+    let digest = crate::secrets::token_digest(&String::from_utf8_lossy(&body));
     let etag = format!("\"{}\"", hex::encode(&digest[..16]));
     (body, etag)
 }

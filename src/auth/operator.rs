@@ -13,8 +13,8 @@
 use redb::WriteTransaction;
 use serde_json::{Value, json};
 
-use super::model::{User, normalize_email};
-use super::{AccountsError, db, hash_new_password};
+use crate::accounts::model::{User, normalize_email};
+use crate::accounts::{self, AccountsError, hash_new_password};
 use crate::auth::audit::{self, Actor};
 use crate::auth::revocation::Revocations;
 use crate::clock::{Clock, Timestamp};
@@ -44,7 +44,7 @@ pub async fn reset_password(
         .write(move |txn| {
             let mut user = account(txn, &email)?;
             user.password_hash = password_hash.clone();
-            db::update_user(txn, &user)?;
+            accounts::update_user(txn, &user)?;
             end_sessions_and_record(txn, user, "user.password_reset", json!({}), now)
         })
         .await
@@ -61,7 +61,7 @@ pub async fn reset_two_factor(
     store
         .write(move |txn| {
             let user = account(txn, &email)?;
-            let removed = crate::auth::db::remove_two_factor(txn, &user.id)?;
+            let removed = super::db::remove_two_factor(txn, &user.id)?;
             let detail = json!({"two_factor_removed": removed});
             end_sessions_and_record(txn, user, "two_factor.reset", detail, now)
         })
@@ -75,7 +75,7 @@ pub async fn unlock(store: &Store, clock: &Clock, email: &str) -> Result<Recover
     store
         .write(move |txn| {
             let user = account(txn, &email)?;
-            let cleared = crate::auth::db::clear_login_state(txn, &user.email)?;
+            let cleared = super::db::clear_login_state(txn, &user.email)?;
             let detail = json!({"login_state_cleared": cleared});
             record_everywhere(txn, &user, "login.unlocked", &detail, now)?;
             Ok(Recovered {
@@ -100,16 +100,11 @@ pub async fn disable(
         .write(move |txn| {
             let mut user = account(txn, &email)?;
             user.disabled_at.get_or_insert(now);
-            db::update_user(txn, &user)?;
+            accounts::update_user(txn, &user)?;
             let mut revoked_keys = 0;
-            for membership in db::memberships_of_user(txn, &user.id)? {
-                for mut key in crate::auth::db::api_keys_of_org(txn, &membership.org_id)? {
-                    if key.user_id == user.id && key.revoked_at.is_none() {
-                        key.revoked_at = Some(now);
-                        crate::auth::db::update_api_key(txn, &key)?;
-                        revoked_keys += 1;
-                    }
-                }
+            for membership in accounts::memberships_of_user(txn, &user.id)? {
+                revoked_keys +=
+                    super::db::revoke_api_keys_of_member(txn, &membership.org_id, &user.id, now)?;
             }
             let detail = json!({"api_keys_revoked": revoked_keys});
             end_sessions_and_record(txn, user, "user.disabled", detail, now)
@@ -119,7 +114,8 @@ pub async fn disable(
 
 /// The account of a normalised e-mail, or the operator's error naming it.
 fn account(txn: &WriteTransaction, email: &str) -> Result<User, AccountsError> {
-    db::find_user_by_email(txn, email)?.ok_or_else(|| AccountsError::UserNotFound(email.into()))
+    accounts::find_user_by_email(txn, email)?
+        .ok_or_else(|| AccountsError::UserNotFound(email.into()))
 }
 
 /// RegisterUserLogout for `user` and the audit entries of `action`.
@@ -155,7 +151,7 @@ fn record_everywhere(
     };
     let mut entry = detail.clone();
     entry["by"] = json!("operator");
-    let orgs: Vec<_> = db::memberships_of_user(txn, &user.id)?
+    let orgs: Vec<_> = accounts::memberships_of_user(txn, &user.id)?
         .into_iter()
         .map(|membership| Some(membership.org_id))
         .collect();

@@ -11,10 +11,11 @@
 
 use std::net::IpAddr;
 
-use super::model::User;
+use crate::accounts::model::User;
 use crate::auth::audit::Actor;
-use crate::auth::{Auth, db, login, password, totp};
-use crate::http::{ApiError, ErrorCode};
+use crate::auth::login::{self, SignInError};
+use crate::auth::{Auth, db, totp};
+use crate::secrets::password;
 use crate::store::StoreError;
 
 /// Checks `password` (and `code` when the account has a second factor) for `account`.
@@ -24,7 +25,7 @@ pub async fn prove(
     password: String,
     code: Option<String>,
     client: IpAddr,
-) -> Result<(), ApiError> {
+) -> Result<(), SignInError> {
     let key = account.email.clone();
     // Sign-in's turn for this e-mail, held until the outcome is written, so parallel accepts
     // and sign-ins together evaluate at most the lockout limit of passwords.
@@ -40,7 +41,7 @@ pub async fn prove(
             .await?
     };
     if let Some(until) = state.locked_at(now) {
-        return Err(login::locked_error(until, now));
+        return Err(SignInError::Locked { until, now });
     }
     // An account without a password (itself still invited elsewhere) is checked against the
     // dummy hash, so it takes as long and fails.
@@ -57,20 +58,12 @@ pub async fn prove(
     };
     if !matches || account.password_hash.is_empty() {
         login::record_failure(auth, &key, actor, None, "login.failed").await?;
-        return Err(ApiError::new(
-            ErrorCode::InvalidCredentials,
-            "wrong e-mail or password",
-        ));
+        return Err(SignInError::WrongPassword);
     }
     if !two_factor {
         return Ok(());
     }
-    let code = code.ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::InvalidCode,
-            "this account has a second factor: send `code` too",
-        )
-    })?;
+    let code = code.ok_or(SignInError::CodeMissing)?;
     let user = account.id.clone();
     let accepted = auth
         .store()
@@ -78,10 +71,7 @@ pub async fn prove(
         .await?;
     if !accepted {
         login::record_failure(auth, &key, actor, None, "login.second_factor_failed").await?;
-        return Err(ApiError::new(
-            ErrorCode::InvalidCode,
-            "wrong, expired or already used code",
-        ));
+        return Err(SignInError::WrongCode);
     }
     Ok(())
 }

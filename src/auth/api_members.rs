@@ -19,30 +19,59 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::db;
 use super::members::{
-    AddMember, MemberRow, add_member_txn, authorize_change, authorize_credential_change,
-    hash_password,
+    AddMember, MemberError, MemberRow, add_member_txn, authorize_change,
+    authorize_credential_change, hash_password,
 };
-use super::model::{Role, UserId, normalize_email};
-use super::roles::{self, MemberChange};
+use crate::accounts;
+use crate::accounts::model::{Role, UserId, normalize_email};
+use crate::accounts::roles::{self, MemberChange, Refusal};
 use crate::auth::audit;
 use crate::auth::revocation::Revocations;
 use crate::auth::{Admin, Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_members, add_member))
         .routes(routes!(change_role, remove_member))
         .routes(routes!(reset_two_factor))
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let detail = refusal.to_string();
+        match refusal {
+            Refusal::Forbidden(_) => ApiError::new(ErrorCode::Forbidden, detail),
+            Refusal::LastOwner => ApiError::new(ErrorCode::LastOwner, detail),
+        }
+    }
+}
+
+impl From<MemberError> for ApiError {
+    fn from(error: MemberError) -> Self {
+        let detail = error.to_string();
+        match error {
+            MemberError::NoLongerMember => ApiError::new(ErrorCode::Forbidden, detail),
+            MemberError::MemberNotFound => ApiError::new(ErrorCode::NotFound, detail),
+            MemberError::Refused(refusal) => ApiError::from(refusal),
+            MemberError::AlreadyMember(_) => ApiError::new(ErrorCode::AlreadyMember, detail),
+            MemberError::InvalidPassword(input) => {
+                ApiError::new(ErrorCode::InvalidPayload, input.0)
+            }
+            MemberError::Account(account) => ApiError::from(account),
+            MemberError::Hashing(hashing) => ApiError::from(hashing),
+            MemberError::Store(store) => ApiError::from(store),
+        }
+    }
 }
 
 /// Whether the member can sign in yet.
@@ -120,17 +149,17 @@ fn parse_user_id(text: &str) -> Result<UserId, ApiError> {
     responses((status = 200, body = MemberList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_members(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<MemberList>, ApiError> {
     let after = page.cursor_as(UserId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let rows = auth
-        .store()
+    let rows = store
         .read(move |txn| {
             // One extra row tells whether another page follows.
-            let memberships = db::memberships_of_org_page(txn, &org, after.as_ref(), limit + 1)?;
+            let memberships =
+                accounts::memberships_of_org_page(txn, &org, after.as_ref(), limit + 1)?;
             memberships
                 .into_iter()
                 .map(|membership| MemberRow::read(txn, membership))
@@ -163,7 +192,7 @@ async fn add_member(
         Some(password) => Some(hash_password(password).await?),
         None => None,
     };
-    let token = crate::auth::random_token();
+    let token = crate::secrets::random_token();
     let add_email = email.clone();
     let add = AddMember {
         org: caller.org_id.clone(),
@@ -172,7 +201,7 @@ async fn add_member(
         email,
         role: request.role,
         password_hash,
-        digest: hex::encode(crate::auth::token_digest(&token)),
+        digest: hex::encode(crate::secrets::token_digest(&token)),
         now: auth.clock().now(),
     };
     let added = auth
@@ -239,7 +268,7 @@ async fn change_role(
                 return Ok::<_, ApiError>((MemberRow::read(txn, membership)?, None));
             }
             membership.role = new_role;
-            db::insert_membership(txn, &membership)?;
+            accounts::insert_membership(txn, &membership)?;
             Revocations::write_user_logout(txn, &written_target, now)?;
             let detail = json!({"from": old_role, "to": new_role});
             let target_text = Some(written_target.as_str());
@@ -288,15 +317,9 @@ async fn remove_member(
             let now = clock.now();
             let membership =
                 authorize_change(txn, &org, &actor_id, &written_target, MemberChange::Remove)?;
-            db::remove_membership(txn, &org, &written_target)?;
-            let mut revoked_keys = 0;
-            for mut key in crate::auth::db::api_keys_of_org(txn, &org)? {
-                if key.user_id == written_target && key.revoked_at.is_none() {
-                    key.revoked_at = Some(now);
-                    crate::auth::db::update_api_key(txn, &key)?;
-                    revoked_keys += 1;
-                }
-            }
+            accounts::remove_membership(txn, &org, &written_target)?;
+            let revoked_keys =
+                super::db::revoke_api_keys_of_member(txn, &org, &written_target, now)?;
             Revocations::write_user_logout(txn, &written_target, now)?;
             let detail = json!({"role": membership.role, "api_keys_revoked": revoked_keys});
             let target_text = Some(written_target.as_str());
@@ -344,7 +367,7 @@ async fn reset_two_factor(
             let change = MemberChange::ResetTwoFactor;
             let membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
             authorize_credential_change(txn, membership)?;
-            if !crate::auth::db::remove_two_factor(txn, &written_target)? {
+            if !super::db::remove_two_factor(txn, &written_target)? {
                 return Err(ApiError::new(
                     ErrorCode::NotFound,
                     "this member has no second factor to reset",

@@ -19,10 +19,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::api::{OrgView, UserView};
-use super::db;
 use super::members::hash_password;
-use super::model::{Invitation, Membership, Role, User, normalize_email};
+use crate::accounts;
+use crate::accounts::model::{Invitation, Membership, Role, User, normalize_email};
+use crate::accounts::{OrgView, UserView};
 use crate::auth::audit::{self, Actor};
 use crate::auth::revocation::Revocations;
 use crate::auth::{Auth, Caller};
@@ -106,19 +106,20 @@ fn open_invitation(
     digest: &str,
     now: Timestamp,
 ) -> Result<Option<OpenInvitation>, StoreError> {
-    let Some(invitation) = db::get_invitation(txn, digest)?.filter(|i| i.usable_at(now)) else {
+    let Some(invitation) = accounts::get_invitation(txn, digest)?.filter(|i| i.usable_at(now))
+    else {
         return Ok(None);
     };
-    let Some(membership) = db::get_membership(txn, &invitation.org_id, &invitation.user_id)?
+    let Some(membership) = accounts::get_membership(txn, &invitation.org_id, &invitation.user_id)?
         .filter(|m| m.created_at <= invitation.created_at)
     else {
         return Ok(None);
     };
     Ok(match membership.invitee_email.clone() {
-        Some(email) => db::find_user_by_email(txn, &email)?
+        Some(email) => accounts::find_user_by_email(txn, &email)?
             .filter(|account| account.disabled_at.is_none())
             .map(|account| OpenInvitation::ExistingAccount(invitation, account, membership)),
-        None => db::get_user(txn, &invitation.user_id)?
+        None => accounts::get_user(txn, &invitation.user_id)?
             .filter(|user| user.password_hash.is_empty())
             .map(|user| OpenInvitation::NewAccount(invitation, user, membership)),
     })
@@ -137,7 +138,7 @@ async fn accept_invitation(
     session: Result<Caller, ApiError>,
     ApiJson(request): ApiJson<AcceptInvitationRequest>,
 ) -> Result<Json<InvitationAccepted>, ApiError> {
-    let digest = hex::encode(crate::auth::token_digest(request.token.trim()));
+    let digest = hex::encode(crate::secrets::token_digest(request.token.trim()));
     let now = auth.clock().now();
     // A cheap look first, so a wrong token costs no password hash.
     let lookup = digest.clone();
@@ -169,9 +170,9 @@ async fn accept_invitation(
                     else {
                         return Err(invalid_invitation());
                     };
-                    db::remove_invitation(txn, &digest)?;
+                    accounts::remove_invitation(txn, &digest)?;
                     user.password_hash = password_hash.clone();
-                    db::update_user(txn, &user)?;
+                    accounts::update_user(txn, &user)?;
                     // Setting a password is a password change: RegisterUserLogout, as everywhere.
                     Revocations::write_user_logout(txn, &user.id, now)?;
                     record_acceptance(txn, &invitation, &actor(&user), &user, now)?;
@@ -200,16 +201,16 @@ async fn accept_invitation(
                     if user.id != account.id {
                         return Err(invalid_invitation());
                     }
-                    db::remove_invitation(txn, &digest)?;
-                    db::remove_membership(txn, &placeholder.org_id, &placeholder.user_id)?;
-                    if db::get_membership(txn, &placeholder.org_id, &user.id)?.is_none() {
+                    accounts::remove_invitation(txn, &digest)?;
+                    accounts::remove_membership(txn, &placeholder.org_id, &placeholder.user_id)?;
+                    if accounts::get_membership(txn, &placeholder.org_id, &user.id)?.is_none() {
                         let membership = Membership::active(
                             placeholder.org_id.clone(),
                             user.id.clone(),
                             placeholder.role,
                             now,
                         );
-                        db::insert_membership(txn, &membership)?;
+                        accounts::insert_membership(txn, &membership)?;
                     }
                     record_acceptance(txn, &invitation, &actor(&user), &user, now)?;
                     finish(txn, invitation, user, placeholder.role)
@@ -244,8 +245,8 @@ fn finish(
     invitation: Invitation,
     user: User,
     role: Role,
-) -> Result<(User, super::model::Org, Role), ApiError> {
-    let org =
-        db::get_org(txn, &invitation.org_id)?.ok_or_else(|| ApiError::not_found("organisation"))?;
+) -> Result<(User, accounts::model::Org, Role), ApiError> {
+    let org = accounts::get_org(txn, &invitation.org_id)?
+        .ok_or_else(|| ApiError::not_found("organisation"))?;
     Ok((user, org, role))
 }

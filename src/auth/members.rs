@@ -12,22 +12,40 @@
 use redb::WriteTransaction;
 use serde_json::json;
 
-use super::db;
-use super::model::{Invitation, Membership, OrgId, Role, User, UserId, validate_password};
-use super::roles::{self, MemberChange, Refusal};
+use crate::accounts::model::{
+    InvalidInput, Invitation, Membership, OrgId, Role, User, UserId, validate_password,
+};
+use crate::accounts::roles::{self, MemberChange, Refusal};
+use crate::accounts::{self, AccountsError};
 use crate::auth::audit::{self, Actor};
 use crate::clock::Timestamp;
-use crate::http::{ApiError, ErrorCode};
+use crate::secrets::hashing_pool::HashingError;
 use crate::store::{ReadTxn, StoreError};
 
-impl From<Refusal> for ApiError {
-    fn from(refusal: Refusal) -> Self {
-        let detail = refusal.to_string();
-        match refusal {
-            Refusal::Forbidden(_) => ApiError::new(ErrorCode::Forbidden, detail),
-            Refusal::LastOwner => ApiError::new(ErrorCode::LastOwner, detail),
-        }
-    }
+/// Why a member operation refused or failed; `api_members.rs` maps it to a problem.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    /// The actor's own membership is gone (403).
+    #[error("you are no longer a member")]
+    NoLongerMember,
+    /// No member of the org has that id (404).
+    #[error("member not found")]
+    MemberNotFound,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The e-mail is a member of the org or invited to it already (409).
+    #[error("{0} is already a member or invited; change the role instead")]
+    AlreadyMember(String),
+    /// The password chosen for a new account breaks the password rules (400).
+    #[error(transparent)]
+    InvalidPassword(InvalidInput),
+    /// The directory refused a write (an e-mail taken by a concurrent sign-up).
+    #[error(transparent)]
+    Account(#[from] AccountsError),
+    #[error(transparent)]
+    Hashing(#[from] HashingError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// A member as stored, with what its view needs. An existing account's pending invitation
@@ -51,11 +69,12 @@ impl MemberRow {
                 invited: true,
             });
         }
-        let user = db::get_user(txn, &membership.user_id)?.ok_or_else(|| StoreError::Corrupt {
-            what: "membership",
-            detail: format!("names missing user {}", membership.user_id),
-        })?;
-        let two_factor_enabled = crate::auth::db::two_factor_enabled(txn, &user.id)?;
+        let user =
+            accounts::get_user(txn, &membership.user_id)?.ok_or_else(|| StoreError::Corrupt {
+                what: "membership",
+                detail: format!("names missing user {}", membership.user_id),
+            })?;
+        let two_factor_enabled = super::db::two_factor_enabled(txn, &user.id)?;
         Ok(MemberRow {
             invited: user.password_hash.is_empty(),
             email: user.email,
@@ -67,16 +86,16 @@ impl MemberRow {
 
 /// The actor's role as stored now: a session carries the role it was issued with, and the
 /// decision must not rest on a role taken away a moment ago.
-pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<Role, ApiError> {
-    db::get_membership(txn, org, actor)?
+pub fn live_role(txn: &WriteTransaction, org: &OrgId, actor: &UserId) -> Result<Role, MemberError> {
+    accounts::get_membership(txn, org, actor)?
         .map(|membership| membership.role)
-        .ok_or_else(|| ApiError::new(ErrorCode::Forbidden, "you are no longer a member"))
+        .ok_or(MemberError::NoLongerMember)
 }
 
 /// Owners who can act: an invited owner (new or existing account) does not keep the org owned.
 pub fn owner_count(txn: &WriteTransaction, org: &OrgId) -> Result<usize, StoreError> {
     let mut owners = 0;
-    for membership in db::memberships_of_org(txn, org)? {
+    for membership in accounts::memberships_of_org(txn, org)? {
         if membership.role == Role::Owner && !MemberRow::read(txn, membership)?.invited {
             owners += 1;
         }
@@ -91,9 +110,9 @@ pub fn authorize_change(
     actor: &UserId,
     target: &UserId,
     change: MemberChange,
-) -> Result<Membership, ApiError> {
+) -> Result<Membership, MemberError> {
     let membership =
-        db::get_membership(txn, org, target)?.ok_or_else(|| ApiError::not_found("member"))?;
+        accounts::get_membership(txn, org, target)?.ok_or(MemberError::MemberNotFound)?;
     let actor_role = live_role(txn, org, actor)?;
     roles::check_change(actor_role, membership.role, change, owner_count(txn, org)?)?;
     Ok(membership)
@@ -104,10 +123,10 @@ pub fn authorize_change(
 pub fn authorize_credential_change(
     txn: &WriteTransaction,
     membership: Membership,
-) -> Result<(), ApiError> {
+) -> Result<(), MemberError> {
     let user_id = membership.user_id.clone();
     let row = MemberRow::read(txn, membership)?;
-    let other_orgs = db::memberships_of_user(txn, &user_id)?
+    let other_orgs = accounts::memberships_of_user(txn, &user_id)?
         .len()
         .saturating_sub(1);
     roles::check_credential_change(row.invited, other_orgs)?;
@@ -115,10 +134,10 @@ pub fn authorize_credential_change(
 }
 
 /// Checks a password typed for a new account and hashes it off the async reactor.
-pub async fn hash_password(password: String) -> Result<String, ApiError> {
-    validate_password(&password).map_err(|err| ApiError::new(ErrorCode::InvalidPayload, err.0))?;
+pub async fn hash_password(password: String) -> Result<String, MemberError> {
+    validate_password(&password).map_err(MemberError::InvalidPassword)?;
     // On the bounded hashing pool: 503 `overloaded` when its queue is full.
-    Ok(crate::auth::password::hash_bounded(password).await?)
+    Ok(crate::secrets::password::hash_bounded(password).await?)
 }
 
 /// What `add_member` decided inside its transaction: the same shape whether the e-mail had an
@@ -149,25 +168,19 @@ pub struct AddMember {
 /// belongs to the org or is invited to it (409 `already_member`). Nothing in the result, the
 /// audit entry or the member list tells whether the e-mail had an account: a given password is
 /// applied only to a new account, and an existing one shows a placeholder id until it accepts.
-pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, ApiError> {
+pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, MemberError> {
     roles::check_grant(live_role(txn, &add.org, &add.actor_id)?, add.role)?;
     if already_in_org(txn, &add.org, &add.email)? {
-        return Err(ApiError::new(
-            ErrorCode::AlreadyMember,
-            format!(
-                "{} is already a member or invited; change the role instead",
-                add.email
-            ),
-        ));
+        return Err(MemberError::AlreadyMember(add.email.clone()));
     }
-    let existing = match db::find_user_by_email(txn, &add.email)? {
+    let existing = match accounts::find_user_by_email(txn, &add.email)? {
         // Nobody can sign in to an account with no password and no organisation: it is
         // replaced by a new one, so its id (and the age it carries) is not handed out again.
         Some(user)
             if user.password_hash.is_empty()
-                && db::memberships_of_user(txn, &user.id)?.is_empty() =>
+                && accounts::memberships_of_user(txn, &user.id)?.is_empty() =>
         {
-            db::remove_user(txn, &user)?;
+            accounts::remove_user(txn, &user)?;
             None
         }
         other => other,
@@ -176,7 +189,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
         None => {
             let password_hash = add.password_hash.clone().unwrap_or_default();
             let user = User::new(add.email.clone(), password_hash, add.now);
-            db::insert_user(txn, &user)?;
+            accounts::insert_user(txn, &user)?;
             Membership::active(add.org.clone(), user.id, add.role, add.now)
         }
         // A pending membership under a fresh placeholder id: the account's own id stays unseen.
@@ -185,7 +198,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
             ..Membership::active(add.org.clone(), UserId::generate(), add.role, add.now)
         },
     };
-    db::insert_membership(txn, &membership)?;
+    accounts::insert_membership(txn, &membership)?;
     let member_id = membership.user_id.clone();
     let invitation = match add.password_hash {
         Some(_) => None,
@@ -196,7 +209,7 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
                 add.actor_id.clone(),
                 add.now,
             );
-            db::insert_invitation(txn, &add.digest, &created)?;
+            accounts::insert_invitation(txn, &add.digest, &created)?;
             Some(created)
         }
     };
@@ -221,12 +234,12 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
 
 /// Whether `email` is a member of `org` already, or has an invitation to it pending.
 fn already_in_org(txn: &WriteTransaction, org: &OrgId, email: &str) -> Result<bool, StoreError> {
-    if let Some(user) = db::find_user_by_email(txn, email)?
-        && db::get_membership(txn, org, &user.id)?.is_some()
+    if let Some(user) = accounts::find_user_by_email(txn, email)?
+        && accounts::get_membership(txn, org, &user.id)?.is_some()
     {
         return Ok(true);
     }
-    let pending = db::memberships_of_org(txn, org)?;
+    let pending = accounts::memberships_of_org(txn, org)?;
     Ok(pending
         .iter()
         .any(|membership| membership.invitee_email.as_deref() == Some(email)))
