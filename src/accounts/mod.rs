@@ -21,13 +21,18 @@ use model::{InvalidInput, Membership, Org, Plan, Role, User};
 /// Reads and writes of orgs, users, memberships and invitations inside a caller's
 /// transaction. `auth` composes them with its own tables in one transaction (a sign-in reads
 /// the user and its login state; removing a member also disables the member's API keys), so
-/// these, not the `db` module, are what it calls.
+/// these, not the `db` module, are what it (and any other capability reading a user, an org or
+/// a membership in its own transaction) calls.
 pub use db::{
     find_org, find_user_by_email, get_invitation, get_membership, get_org, get_user,
     insert_invitation, insert_membership, insert_user, memberships_of_org, memberships_of_org_page,
     memberships_of_user, remove_invitation, remove_membership, remove_user, rename_org, update_org,
     update_user,
 };
+
+/// Every org, in a caller's transaction (for sweeps over all orgs: alert evaluation, the search
+/// index's rebuild, ingest's retention).
+pub use db::list_orgs as all_orgs;
 
 /// How an org and a user are shown on the wire, also in auth's answers (invitations).
 pub use api::{OrgView, UserView};

@@ -109,7 +109,7 @@ async fn list_sessions(
             let mut emails = HashMap::new();
             for session in &sessions {
                 if !emails.contains_key(&session.user_id)
-                    && let Some(user) = accounts::db::get_user(txn, &session.user_id)?
+                    && let Some(user) = accounts::get_user(txn, &session.user_id)?
                 {
                     emails.insert(session.user_id.clone(), user.email);
                 }

@@ -34,7 +34,7 @@ use super::hub::{ShellEvent, ToAgent};
 use super::model::{self, Agent, AgentId, ShellSession, ShellSessionId, ShellTicket};
 use super::protocol::{self, ServerMessage, TerminalControl};
 use super::{Agents, db};
-use crate::accounts::db as accounts_db;
+use crate::accounts;
 use crate::auth::audit::{self, Actor};
 use crate::auth::{Admin, Auth};
 use crate::http::error::Problem;
@@ -201,7 +201,7 @@ async fn redeem_ticket(
         .write(move |txn| {
             let taken = db::take_ticket(txn, &digest)?;
             let role = match &taken {
-                Some(ticket) => accounts_db::get_membership(txn, &ticket.org_id, &ticket.user_id)?
+                Some(ticket) => accounts::get_membership(txn, &ticket.org_id, &ticket.user_id)?
                     .map(|membership| membership.role),
                 None => None,
             };

@@ -393,7 +393,7 @@ impl Evaluator {
         let window = i64::try_from(self.spikes.spike_window.as_secs()).unwrap_or(i64::MAX);
         let cooldown_ms = i64::try_from(self.spikes.cooldown.as_millis()).unwrap_or(i64::MAX);
         let mut changes = Vec::new();
-        for org in crate::accounts::db::list_orgs(txn)? {
+        for org in crate::accounts::all_orgs(txn)? {
             let count =
                 rollup::window(txn, &org.id, Metric::Errors, None, None, now, window)?.count;
             let spiking = count >= u64::from(self.spikes.spike_threshold);
