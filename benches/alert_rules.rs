@@ -26,14 +26,14 @@ const SERVICES: usize = 10;
 const ENVIRONMENTS: [&str; 3] = ["production", "staging", "dev"];
 const DAY_MS: i64 = 86_400_000;
 
-fn event(index: usize, received_at: Timestamp) -> lookout::ingest::errors::ErrorEvent {
+fn event(index: usize, received_at: Timestamp) -> lookout::errors::ErrorEvent {
     let item = json!({"level": "error", "name": "TypeError",
         "message": format!("cannot read 'x' of undefined (case {})", index % 500),
         "url": "https://shop.example.com/cart", "release": "1.4.2",
         "service": format!("svc-{}", index % SERVICES),
         "environment": ENVIRONMENTS[index % 3],
         "frames": [{"filename": "https://shop.example.com/app.js", "function": format!("f{}", index % 500), "lineno": 1, "colno": 2, "in_app": true}]});
-    lookout::ingest::errors::parse_event(&item, received_at, None).expect("valid event")
+    lookout::ingest::web_errors::parse_event(&item, received_at, None).expect("valid event")
 }
 
 fn span(index: usize, received_at: Timestamp) -> lookout::ingest::spans::Span {
@@ -104,18 +104,21 @@ fn main() {
 
     let started = Instant::now();
     for first in (0..count).step_by(1000) {
-        let mut events: Vec<_> = (first..(first + 1000).min(count))
+        let events: Vec<_> = (first..(first + 1000).min(count))
             .map(|index| {
                 // Oldest first, spread over the last day.
                 let age = DAY_MS - (index as i64 * DAY_MS / count as i64);
                 event(index, Timestamp(now.unix_millis() - age))
             })
             .collect();
+        let mut batch = lookout::errors::EventBatch::new(events);
         let org = org.id.clone();
         runtime
-            .block_on(store.write(move |txn| {
-                lookout::ingest::errors::store_events(txn, &org, &mut events).map(drop)
-            }))
+            .block_on(
+                store.write(move |txn| {
+                    lookout::errors::store_events(txn, &org, &mut batch).map(drop)
+                }),
+            )
             .expect("events");
     }
     for first in (0..spans).step_by(1000) {

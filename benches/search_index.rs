@@ -27,7 +27,7 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-fn event(index: usize, now: Timestamp) -> lookout::ingest::errors::ErrorEvent {
+fn event(index: usize, now: Timestamp) -> lookout::errors::ErrorEvent {
     let group = index % 50;
     let stack: String = std::iter::once(format!(
         "TypeError: cannot read 'x' of undefined (case {group})"
@@ -46,7 +46,7 @@ fn event(index: usize, now: Timestamp) -> lookout::ingest::errors::ErrorEvent {
         "url": "https://shop.example.com/cart?item=42", "release": "1.4.2", "service": "shop",
         "environment": "production", "user_agent": padding, "user_id": format!("u-{}", index % 1000), "tags": {"plan": "pro"},
         "stack": stack});
-    lookout::ingest::errors::parse_event(&item, now, None).expect("valid event")
+    lookout::ingest::web_errors::parse_event(&item, now, None).expect("valid event")
 }
 
 fn main() {
@@ -72,12 +72,15 @@ fn main() {
         .expect("org");
     let started = Instant::now();
     for chunk in (0..count).collect::<Vec<_>>().chunks(100) {
-        let mut events: Vec<_> = chunk.iter().map(|index| event(*index, now)).collect();
+        let events: Vec<_> = chunk.iter().map(|index| event(*index, now)).collect();
+        let mut batch = lookout::errors::EventBatch::new(events);
         let org = org_id.clone();
         runtime
-            .block_on(store.write(move |txn| {
-                lookout::ingest::errors::store_events(txn, &org, &mut events).map(drop)
-            }))
+            .block_on(
+                store.write(move |txn| {
+                    lookout::errors::store_events(txn, &org, &mut batch).map(drop)
+                }),
+            )
             .expect("store events");
     }
     let stored = started.elapsed();

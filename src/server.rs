@@ -146,7 +146,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_invitations::routes())
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
-        .merge(crate::ingest::services::routes())
+        .merge(crate::alerting::services::routes())
         .merge(crate::ingest::settings_view::routes())
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())

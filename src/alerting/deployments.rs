@@ -19,12 +19,12 @@ use utoipa_axum::routes;
 use super::db;
 use super::inbound::{DeploymentsKind, Inbound};
 use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
+use super::services::{Activity, record_activity};
 use crate::auth::{Auth, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, newest_first, time_filter};
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::ingest::services::{Activity, record_activity};
 use crate::notify::{self, Event, EventExtra, Notify};
 use crate::store::Store;
 

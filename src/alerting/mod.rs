@@ -8,7 +8,13 @@
 //! `alerts_model.rs` + `alerts.rs` (alerts; external ones), `rollup.rs` (counters written by
 //! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick),
 //! `readings.rs` (each rule's last measured value, in memory),
-//! `stats.rs` (error events per interval, read from the rollups).
+//! `stats.rs` (error events per interval, read from the rollups), `services.rs` (the services
+//! registry).
+//!
+//! Ingest and errors feed alerting and never the reverse: they count telemetry into rollups
+//! (`RollupBatch`) and the services registry (`record_activity`) inside the transaction that
+//! stores it, and wake the spike check (`SpikeWake`) after it commits, through the items
+//! re-exported here.
 //!
 //! Invariants: every state change that notifies (a deployment starting or finishing, an
 //! incident opened, changed or resolved, an alert firing, resolving or acknowledged) enqueues
@@ -30,8 +36,13 @@ pub mod readings;
 pub mod rollup;
 pub mod rules;
 pub mod rules_model;
+pub mod services;
 pub mod stats;
 pub mod transitions;
+
+pub use evaluator::SpikeWake;
+pub use rollup::{Metric, RollupBatch};
+pub use services::{Activity, record_activity};
 
 use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;

@@ -18,7 +18,6 @@ use crate::admin::AdminRequest;
 use crate::admin::client::{self, ClientError};
 use crate::admin::reindex::ReindexProgress;
 use crate::config::Config;
-use crate::ingest::errors::EVENTS;
 use crate::store::data_dir::{DataDir, DataDirError, admin_socket_path};
 use crate::store::{Store, StoreOptions};
 
@@ -47,7 +46,7 @@ pub fn run(config: &Config) -> anyhow::Result<()> {
 fn offline(dir: DataDir) -> anyhow::Result<u64> {
     let store = Store::open(&dir.database_path(), StoreOptions::default())?;
     let total = store
-        .read_blocking(|txn| EVENTS.row_count(txn))
+        .read_blocking(crate::errors::event_count)
         .context("cannot count the stored events")?;
     let mut progress = ProgressLine::for_stderr();
     let index_dir = crate::search::index_dir(dir.path());

@@ -16,17 +16,18 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
+use super::event::ErrorEvent;
+use super::event_db::get_event;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
-use super::{api_list, api_tags, resolve};
+use super::views::ErrorEventView;
+use super::{api_events, api_list, api_tags, resolve};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
 use crate::http::{ApiError, ErrorCode};
-use crate::ingest::errors::{EVENTS, ErrorEvent};
-use crate::ingest::views::ErrorEventView;
 use crate::search::Search;
-use crate::store::{StoreError, tables};
+use crate::store::StoreError;
 
 /// Most groups one bulk status change names.
 pub const MAX_BULK_IDS: usize = 100;
@@ -41,6 +42,7 @@ where
         .routes(routes!(api_list::list_groups, patch_groups))
         .routes(routes!(get_group, patch_group))
         .routes(routes!(api_tags::group_tags))
+        .routes(routes!(api_events::list_errors))
 }
 
 /// An error group.
@@ -153,7 +155,7 @@ async fn get_group(
                 return Ok::<_, ApiError>(None);
             };
             let mut latest: Option<ErrorEvent> = match &group.latest_event {
-                Some(event) => EVENTS.get(txn, &tables::composite_key(org.as_str(), event))?,
+                Some(event) => get_event(txn, org.as_str(), event)?,
                 None => None,
             };
             if let Some(event) = latest.as_mut() {

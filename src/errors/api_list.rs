@@ -21,6 +21,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api::{ErrorGroupView, parameter};
+use super::api_events::{count_keys, search_problem};
 use super::db::{self, GROUP_LAST_SEEN};
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use crate::accounts::model::OrgId;
@@ -30,10 +31,9 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, time_filter};
-use crate::ingest::error_reads::{count_keys, search_problem};
-use crate::ingest::fields::time_key;
 use crate::search::query::{MatchedGroups, SearchRequest};
 use crate::search::{EXACT_TOTAL_UP_TO, Search};
+use crate::store::tables::time_key;
 use crate::store::{StoreError, tables};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
@@ -419,7 +419,7 @@ mod tests {
     #[test]
     fn sort_keys_order_pages_by_value_then_id() {
         let item = serde_json::json!({"level": "error", "message": "m", "url": "u"});
-        let event = crate::ingest::errors::parse_event(&item, Timestamp(5_000), None).unwrap();
+        let event = crate::ingest::web_errors::parse_event(&item, Timestamp(5_000), None).unwrap();
         let mut group = ErrorGroup::open(&event, "f".repeat(32), "message", None);
         group.fold(&event, false);
         let key = SortOrder::Count.key(&group);

@@ -16,13 +16,14 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api::group_id;
+use super::api_events::keys_backwards;
 use super::db::{self, GROUP_EVENTS, group_event_key};
+use super::event::ErrorEvent;
+use super::event_db::EVENTS;
 use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::ingest::error_reads::keys_backwards;
-use crate::ingest::errors::{EVENTS, ErrorEvent};
 use crate::store::tables;
 
 /// Newest events of a group read for its tag distribution.

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use redb::WriteTransaction;
 use sha2::{Digest, Sha256};
 
+use super::event::ErrorEvent;
 use super::fingerprint::{self, Fingerprint, Inputs};
 use super::model::{ErrorGroup, GroupId};
 use crate::accounts::model::OrgId;
-use crate::ingest::errors::ErrorEvent;
-use crate::ingest::fields::time_key;
+use crate::store::tables::time_key;
 use crate::store::{IndexTable, IndexWriter, ReadTxn, RecordTable, StoreError, tables};
 
 pub const GROUPS: RecordTable<ErrorGroup> = RecordTable::new(tables::ERROR_GROUPS);

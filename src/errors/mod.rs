@@ -1,29 +1,50 @@
-//! Error intelligence (CONTRACT section 3, the error half): stack parsing, fingerprints and
-//! error groups, source map resolution, and the error group read and status APIs.
+//! Error intelligence (CONTRACT section 3, the error half): the error event's owner. Its type
+//! and id, its tables and storage, stack parsing, fingerprints and error groups, source maps
+//! and their resolution, the event and error group read APIs, and handing stored events to the
+//! search index.
 //!
-//! The pipeline hangs off browser ingest's seams: `ingest::errors::parse_event` derives frames
-//! with `stack::parse` when the client sent none; the ingest route resolves frames through
-//! `resolve` before the write; `ingest::errors::store_events` assigns each event to its group
-//! with `db::Grouping` inside the same write transaction, so an event and its group's counts
-//! commit together.
+//! Ingest reads a scrubbed item into an `ErrorEvent` and hands a request's events here, in one
+//! direction: `resolve_batch` (frames through uploaded source maps, before the write),
+//! `EventBatch::returning` (fingerprints, off the writer thread), `store_events` (one call
+//! inside the write transaction: stores, groups, counts rollups, updates the services registry;
+//! returns what the request reports), then `events_committed` once the write is durable
+//! (indexing). Nothing comes back to ingest but those answers. Other capabilities and the CLI
+//! reach events only through the functions and types here.
 //!
-//! Rooms: `stack.rs` (pure parser), `fingerprint.rs` (pure), `model.rs` (the group record and
-//! how events fold into it), `db.rs` (tables), `resolve.rs` (source maps), `api.rs` (group detail and status changes), `api_list.rs` (the
-//! group list), `api_tags.rs` (a group's tag distribution).
+//! Rooms: `event.rs` (the event), `event_db.rs` (its tables and storage), `stack.rs` (pure
+//! parser), `fingerprint.rs` (pure), `model.rs` (the group record and how events fold into it),
+//! `db.rs` (group tables and `Grouping`), `sourcemaps.rs` (stored maps), `resolve.rs`
+//! (resolution), `views.rs` (the event's wire type), `api_events.rs` (the event list),
+//! `api.rs` (group detail and status changes), `api_list.rs` (the group list), `api_tags.rs`
+//! (a group's tag distribution).
 
 pub mod api;
+pub mod api_events;
 pub mod api_list;
 pub mod api_tags;
 pub mod db;
+mod event;
+mod event_db;
 pub mod fingerprint;
 pub mod model;
 pub mod resolve;
+mod sourcemaps;
 pub mod stack;
+mod views;
+
+use redb::WriteTransaction;
+
+pub use event::{ErrorEvent, EventId, MAX_BREADCRUMBS};
+pub use event_db::{
+    EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session, remove_event,
+};
+pub use sourcemaps::{SourceMap, SourceMapId};
+pub use views::ErrorEventView;
 
 use crate::accounts::model::OrgId;
 use crate::http::ApiError;
-use crate::ingest::errors::ErrorEvent;
-use crate::store::Store;
+use crate::search::Search;
+use crate::store::{ReadTxn, Store, StoreError};
 
 /// Resolves the frames of a batch through the source maps of its releases (one read
 /// transaction on a blocking thread), before the batch is written.
@@ -47,4 +68,48 @@ pub async fn resolve_batch(
             Ok::<_, ApiError>(events)
         })
         .await
+}
+
+/// Stores a batch inside the caller's write transaction: the events not stored before, each
+/// assigned to its error group, counted for alert rules and in the services registry, with its
+/// age row. May run more than once for one batch (the group-commit writer retries a batch
+/// without a failed write): each run assigns groups afresh.
+pub fn store_events(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    batch: &mut EventBatch,
+) -> Result<StoredEvents, StoreError> {
+    event_db::store_events(txn, org, batch)
+}
+
+/// Called once a batch is durable, with what `store_events` reported and where its events
+/// return (`EventBatch::returning`): hands the events stored now, each with its group, to the
+/// search index writer (which never blocks the request).
+pub async fn events_committed(
+    search: &Search,
+    org: &OrgId,
+    returned: ReturnedEvents,
+    stored: StoredEvents,
+) -> Result<(), ApiError> {
+    let events = returned.arrive().await.map_err(ApiError::internal)?;
+    let stored = stored.take_from(events);
+    metrics::counter!("lookout_ingest_events_stored_total").increment(stored.len() as u64);
+    tracing::debug!(org = %org, stored = stored.len(), "error events committed");
+    search.submit(org.as_str(), stored);
+    Ok(())
+}
+
+/// How many error events are stored, over every organisation.
+pub fn event_count(txn: &impl ReadTxn) -> Result<u64, StoreError> {
+    event_db::EVENTS.row_count(txn)
+}
+
+/// Stores (or replaces) the source map of a release and minified file.
+pub fn put_sourcemap(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    record: &SourceMap,
+    compressed: &[u8],
+) -> Result<(), StoreError> {
+    sourcemaps::put(txn, org, record, compressed)
 }

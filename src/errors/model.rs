@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::event::ErrorEvent;
 use crate::clock::Timestamp;
-use crate::ingest::errors::ErrorEvent;
 use crate::store::codec::Record;
 
 crate::typed_id!(
@@ -185,7 +185,7 @@ mod tests {
 
     fn event(at: i64, release: &str) -> ErrorEvent {
         let item = json!({"level": "error", "message": "m", "url": "u", "timestamp": at, "release": release});
-        crate::ingest::errors::parse_event(&item, NOW, None).unwrap()
+        crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
     }
 
     #[test]

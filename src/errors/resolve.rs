@@ -16,9 +16,9 @@ use redb::ReadTransaction;
 use serde_json::{Map, Value, json};
 use sourcemap::DecodedMap;
 
+use super::event::ErrorEvent;
+use super::sourcemaps;
 use crate::accounts::model::OrgId;
-use crate::ingest::errors::ErrorEvent;
-use crate::ingest::sourcemaps;
 use crate::store::StoreError;
 
 /// Decoded maps kept in memory; a typical release has a handful of bundles.

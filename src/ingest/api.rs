@@ -1,12 +1,10 @@
 //! The `/ingest/*` routes: errors, sessions, spans, ab-config and ab-uniques here, source maps
-//! in `sourcemaps.rs`; all behind the gate (`gate::ingest_gate`).
+//! in `sourcemap_upload.rs`; all behind the gate (`gate::ingest_gate`).
 //!
 //! Invariants: the checks run in CONTRACT order (rate and origin in the gate, then the declared
 //! size, key, the size of the bytes read, media type and encoding, parse, count, items), so no
 //! body is read before its sender proved it holds a key; a 202 is sent only after the store committed the
 //! accepted items; rejections carry reasons written here, never the rejected values.
-
-use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
 use axum::body::Body;
@@ -21,9 +19,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::experiments::{self, model::parse_exposure};
-use super::{Ingest, body, errors, gate, scrub, sessions, spans};
+use super::{Ingest, body, gate, scrub, sessions, spans, web_errors};
 use crate::accounts::model::OrgId;
-use crate::alerting::evaluator::SpikeWake;
+use crate::alerting::SpikeWake;
 use crate::auth::Auth;
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
@@ -43,7 +41,7 @@ where
         .routes(routes!(post_web_errors))
         .routes(routes!(post_web_sessions))
         .routes(routes!(post_spans))
-        .routes(routes!(super::sourcemaps::post_sourcemap))
+        .routes(routes!(super::sourcemap_upload::post_sourcemap))
         .routes(routes!(get_ab_config))
         .routes(routes!(post_ab_uniques));
     document_preflight(router.get_openapi_mut());
@@ -197,36 +195,29 @@ async fn post_web_errors(
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let parse = |item: &Value, context: &ItemContext| {
-        errors::parse_event(item, context.received_at, context.client_ip.as_deref())
+        web_errors::parse_event(item, context.received_at, context.client_ip.as_deref())
     };
     let batch = receive(&ingest, request, "events", parse).await?;
-    let count = batch.accepted.len();
-    if count > 0 {
-        let (org, events) = (batch.org.clone(), batch.accepted);
-        // Source maps already uploaded resolve the frames before they are stored.
-        let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
-        // Fingerprints here, and the write sets each event's group in place and the request
-        // takes the events back: the store's one writer thread only looks up and writes.
-        let (events, fingerprints) = ingest
-            .cpu_work(move || {
-                let fingerprints = errors::fingerprints_of(&events);
-                (events, fingerprints)
-            })
-            .await?;
-        let events = Arc::new(Mutex::new(events));
-        let shared = events.clone();
-        let stored = ingest
-            .store()
-            .write(move |txn| {
-                let mut events = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                errors::store_fingerprinted_events(txn, &org, &mut events, &fingerprints)
-            })
-            .await
-            .map_err(ApiError::from)?;
-        let stored = errors::take_stored(events, &stored);
-        errors::events_committed(&search, &batch.org, stored);
-        spikes.nudge();
+    if batch.accepted.is_empty() {
+        return Ok(accepted(0, batch.rejected));
     }
+    let org = batch.org;
+    // Source maps already uploaded resolve the frames before they are stored.
+    let events = crate::errors::resolve_batch(ingest.store(), &org, batch.accepted).await?;
+    // Fingerprints here, so that the store's one writer thread only looks up and writes. The
+    // write closure owns the batch; its events come back once the writer dropped it.
+    let (mut to_store, returned) = ingest
+        .cpu_work(move || crate::errors::EventBatch::returning(events))
+        .await?;
+    let write_org = org.clone();
+    let stored = ingest
+        .store()
+        .write(move |txn| crate::errors::store_events(txn, &write_org, &mut to_store))
+        .await
+        .map_err(ApiError::from)?;
+    let count = stored.accepted();
+    crate::errors::events_committed(&search, &org, returned, stored).await?;
+    spikes.nudge();
     Ok(accepted(count, batch.rejected))
 }
 

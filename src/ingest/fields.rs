@@ -158,16 +158,6 @@ pub fn valid_name(what: &str, text: &str) -> Result<(), String> {
     }
 }
 
-/// A time as a fixed-width key part, so key order is time order (negative times sort first).
-pub fn time_key(at: Timestamp) -> String {
-    format!("{:020}", at.unix_millis().max(0))
-}
-
-/// A key part that may itself contain `/`: `%` and `/` are escaped.
-pub fn escape_key_part(text: &str) -> String {
-    text.replace('%', "%25").replace('/', "%2F")
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -203,8 +193,5 @@ mod tests {
         }
         assert!(valid_name("service", "checkout web (EU)").is_ok());
         assert!(valid_name("service", "a\nb").is_err());
-        assert_eq!(escape_key_part("a/b%c"), "a%2Fb%25c");
-        assert_eq!(time_key(Timestamp(-5)), "00000000000000000000");
-        assert!(time_key(Timestamp(10)) < time_key(Timestamp(9_000)));
     }
 }

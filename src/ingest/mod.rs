@@ -1,7 +1,6 @@
 //! Browser ingest (CONTRACT section 3): six key-authenticated, CORS-enabled, rate-limited routes
-//! under `/ingest`, the scrubbing that happens before anything is stored, the stored errors,
-//! sessions, spans and source maps, their read APIs under `/api/v1`, the services registry,
-//! flags and experiments, and retention.
+//! under `/ingest`, the scrubbing that happens before anything is stored, the stored sessions
+//! and spans and their read APIs under `/api/v1`, flags and experiments, and retention.
 //!
 //! A request passes, in this order: the gate (`gate.rs`: CORS, the per-address rate limit), the
 //! size limit while the body streams in, the ingest key, the media type and encoding
@@ -13,30 +12,28 @@
 //! client address is stored only when `WEB_INGEST_SCRUB_IP=false`; CPU-heavy steps (inflating,
 //! parsing, scrubbing, compressing) run on blocking threads, never on the reactor.
 //!
-//! For the error pipeline that builds on this (stack parsing, grouping, source map resolution,
-//! search), `errors::store_events` is the in-transaction seam and `errors::events_committed`
-//! the after-commit one; `sourcemaps::find` returns the map of a release and file.
+//! Error events and source maps are the `errors` capability's: ingest reads an item into an
+//! `errors::ErrorEvent` (`web_errors.rs`) or checks an uploaded map (`sourcemap_upload.rs`) and
+//! hands them to `errors`' public face; nothing comes back but its answers. Telemetry counts for
+//! alert rules and the services registry go to `alerting`'s face the same way, one direction.
 
 pub mod api;
 pub mod body;
-pub mod db;
-pub mod error_reads;
-pub mod errors;
 pub mod experiments;
 pub mod fields;
 pub mod gate;
 pub mod reads;
 pub mod retention;
 pub mod scrub;
-pub mod services;
 pub mod session_spans;
 pub mod sessions;
 pub mod settings_view;
-pub mod sourcemaps;
+pub mod sourcemap_upload;
 pub mod spans;
 pub mod trace_reads;
 pub mod traces;
 pub mod views;
+pub mod web_errors;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

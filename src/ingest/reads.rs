@@ -1,7 +1,7 @@
-//! Read APIs over ingested data (viewer and above): `GET /api/v1/errors` (stored events,
-//! newest first, in `error_reads.rs`), `/api/v1/sessions` and `/api/v1/sessions/{id}` (with
-//! its errors and traces), `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration
-//! percentiles per span name); the series and trace list are in `trace_reads.rs`.
+//! Read APIs over ingested data (viewer and above): `/api/v1/sessions` and
+//! `/api/v1/sessions/{id}` (with its errors, read through `errors`, and traces),
+//! `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span name); the
+//! series and trace list are in `trace_reads.rs`.
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -17,8 +17,6 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::errors::{EVENTS, SESSION_EVENTS};
-use super::fields::time_key;
 use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
@@ -34,6 +32,7 @@ use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::search::Search;
 use crate::store::codec::decode;
+use crate::store::tables::time_key;
 use crate::store::{Scan, StoreError, tables};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
@@ -50,7 +49,6 @@ where
     Search: FromRef<S>,
 {
     OpenApiRouter::new()
-        .routes(routes!(super::error_reads::list_errors))
         .routes(routes!(list_sessions))
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
@@ -169,22 +167,7 @@ async fn get_session(
         let Some(session) = WEB_SESSIONS.get(txn, &session_key(&org, &id))? else {
             return Ok(None);
         };
-        let prefix = format!("{}/{id}/", org.as_str());
-        let rows = SESSION_EVENTS.scan(
-            txn,
-            Scan {
-                prefix: &prefix,
-                after: None,
-                limit: MAX_SESSION_ERRORS,
-            },
-        )?;
-        let mut errors = Vec::with_capacity(rows.len());
-        for (key, _) in rows {
-            let event_id = &key[prefix.len()..];
-            if let Some(event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), event_id))? {
-                errors.push(event);
-            }
-        }
+        let errors = crate::errors::events_of_session(txn, &org, &id, MAX_SESSION_ERRORS)?;
         let traces = traces_of_session(txn, &org, &id)?;
         Ok(Some(SessionDetail::new(session, errors, traces)))
     })

@@ -11,10 +11,10 @@ use std::time::Duration;
 use redb::WriteTransaction;
 use tokio::sync::watch;
 
-use super::db::{self, Kind};
-use super::{Ingest, errors, sessions, spans};
+use super::{Ingest, sessions, spans};
 use crate::clock::Timestamp;
 use crate::store::StoreError;
+use crate::store::ages::{self, Kind};
 
 /// Time between sweeps (the first runs at start-up).
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
@@ -81,15 +81,15 @@ pub fn delete_expired(
     cutoff: Timestamp,
     limit: usize,
 ) -> Result<usize, StoreError> {
-    let expired = db::expired(txn, cutoff, limit)?;
+    let expired = ages::expired(txn, cutoff, limit)?;
     for item in &expired {
         match item.kind {
-            Kind::Event => errors::remove_event(txn, &item.record_key)?,
+            Kind::Event => crate::errors::remove_event(txn, &item.record_key)?,
             Kind::Session => sessions::remove_session(txn, &item.record_key)?,
             Kind::Span => spans::remove_span(txn, &item.record_key)?,
         };
         // Normally gone with its record already; this also clears a row left dangling.
-        db::remove_age_key(txn, &item.age_key)?;
+        ages::remove_age_key(txn, &item.age_key)?;
     }
     Ok(expired.len())
 }
@@ -112,7 +112,7 @@ mod tests {
         let event = |id: &str, at: i64| {
             let item = json!({"level": "error", "message": "m", "url": "u", "event_id": id,
                 "session_id": "s-1", "timestamp": at, "service": "web"});
-            errors::parse_event(&item, NOW, None).unwrap()
+            super::super::web_errors::parse_event(&item, NOW, None).unwrap()
         };
         let old_session = json!({"id": "s-0", "started_at": NOW.0 - 3 * DAY, "url": "u"});
         let new_session = json!({"id": "s-1", "started_at": NOW.0 - DAY / 2, "url": "u"});
@@ -120,12 +120,11 @@ mod tests {
             "name": "load", "start_time": NOW.0 - 5 * DAY, "duration_ms": 3, "service": "web",
             "session_id": "s-1"});
         let txn = database.begin_write().unwrap();
-        errors::store_events(
-            &txn,
-            &org,
-            &mut [event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
-        )
-        .unwrap();
+        let mut batch = crate::errors::EventBatch::new(vec![
+            event("old", NOW.0 - 2 * DAY),
+            event("new", NOW.0),
+        ]);
+        crate::errors::store_events(&txn, &org, &mut batch).unwrap();
         let parsed =
             [old_session, new_session].map(|s| sessions::parse_session(&s, NOW, None).unwrap());
         sessions::upsert_sessions(&txn, &org, &parsed).unwrap();

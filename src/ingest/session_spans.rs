@@ -13,10 +13,10 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::fields::time_key;
 use super::spans::{SPANS, Span};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
+use crate::store::tables::time_key;
 use crate::store::{IndexTable, ReadTxn, Scan, StoreError, tables};
 
 pub const SESSION_SPANS: IndexTable = IndexTable::new(tables::SESSION_SPANS);

@@ -9,12 +9,13 @@ use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::db::{self, Kind};
-use super::fields::{Fields, time_key};
-use super::services::{self, Activity};
+use super::fields::Fields;
 use crate::accounts::model::OrgId;
+use crate::alerting::{Activity, record_activity};
 use crate::clock::Timestamp;
+use crate::store::ages::{self, Kind};
 use crate::store::codec::Record;
+use crate::store::tables::time_key;
 use crate::store::{IndexTable, RecordTable, StoreError, tables};
 
 pub const WEB_SESSIONS: RecordTable<WebSession> = RecordTable::new(tables::WEB_SESSIONS);
@@ -64,7 +65,7 @@ impl WebSession {
             .ended_at
             .unwrap_or(self.started_at)
             .max(self.started_at);
-        db::age_of(client_time, self.updated_at)
+        ages::age_of(client_time, self.updated_at)
     }
 
     /// The session as updated by `newer` (same id): what `newer` says wins, the rest stays.
@@ -148,14 +149,14 @@ pub fn upsert_sessions(
         let merged = match WEB_SESSIONS.get(txn, &key)? {
             Some(old) => {
                 SESSION_STARTS.remove(txn, &start_key(org, &old))?;
-                db::remove_age(txn, Kind::Session, old.age(), &key)?;
+                ages::remove_age(txn, Kind::Session, old.age(), &key)?;
                 old.updated_by(session.clone())
             }
             None => session.clone(),
         };
         WEB_SESSIONS.insert(txn, &key, &merged)?;
         SESSION_STARTS.insert(txn, &start_key(org, &merged), "")?;
-        db::put_age(txn, Kind::Session, merged.age(), &key)?;
+        ages::put_age(txn, Kind::Session, merged.age(), &key)?;
         if let Some(service) = &merged.service {
             activity.push(Activity {
                 service: service.clone(),
@@ -165,7 +166,7 @@ pub fn upsert_sessions(
             });
         }
     }
-    services::record_activity(txn, org, &activity)
+    record_activity(txn, org, &activity)
 }
 
 /// Removes a session and its start row (retention); its errors age out on their own.
@@ -176,7 +177,7 @@ pub fn remove_session(txn: &WriteTransaction, key: &str) -> Result<bool, StoreEr
     let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
     let start = format!("{org}/{}/{}", time_key(session.started_at), session.id);
     SESSION_STARTS.remove(txn, &start)?;
-    db::remove_age(txn, Kind::Session, session.age(), key)?;
+    ages::remove_age(txn, Kind::Session, session.age(), key)?;
     WEB_SESSIONS.remove(txn, key)
 }
 

@@ -9,13 +9,13 @@ use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::db::{self, Kind};
 use super::fields::Fields;
-use super::services::{self, Activity};
 use super::session_spans;
 use crate::accounts::model::OrgId;
-use crate::alerting::rollup::RollupBatch;
+use crate::alerting::RollupBatch;
+use crate::alerting::{Activity, record_activity};
 use crate::clock::Timestamp;
+use crate::store::ages::{self, Kind};
 use crate::store::codec::Record;
 use crate::store::{RecordTable, StoreError, tables};
 
@@ -58,7 +58,7 @@ impl Span {
     }
 
     fn age(&self) -> Timestamp {
-        db::age_of(self.start_time, self.received_at)
+        ages::age_of(self.start_time, self.received_at)
     }
 }
 
@@ -134,7 +134,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
         let old = SPANS.get(txn, &key)?;
         session_spans::put_row(txn, org, old.as_ref(), span)?;
         if let Some(old) = old {
-            db::remove_age(txn, Kind::Span, old.age(), &key)?;
+            ages::remove_age(txn, Kind::Span, old.age(), &key)?;
         } else {
             // A span sent again replaces itself; it is counted for alert rules once.
             rollups.span(
@@ -146,7 +146,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
             );
         }
         SPANS.insert(txn, &key, span)?;
-        db::put_age(txn, Kind::Span, span.age(), &key)?;
+        ages::put_age(txn, Kind::Span, span.age(), &key)?;
         activity.push(Activity {
             service: span.service.clone(),
             environment: span.environment.clone(),
@@ -155,7 +155,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
         });
     }
     rollups.flush(txn)?;
-    services::record_activity(txn, org, &activity)
+    record_activity(txn, org, &activity)
 }
 
 /// Removes a span (retention).
@@ -163,7 +163,7 @@ pub fn remove_span(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError
     let Some(span) = SPANS.get(txn, key)? else {
         return Ok(false);
     };
-    db::remove_age(txn, Kind::Span, span.age(), key)?;
+    ages::remove_age(txn, Kind::Span, span.age(), key)?;
     let org = key.split('/').next().and_then(|org| OrgId::parse(org).ok());
     if let Some(org) = org {
         session_spans::remove_row(txn, &org, &span)?;

@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use tantivy::directory::MmapDirectory;
 use tantivy::{Index, IndexReader};
 
-use crate::ingest::errors::ErrorEvent;
+use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
 pub use rebuild::{RebuildReport, rebuild};
 use schema::Fields;

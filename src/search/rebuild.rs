@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::schema::Fields;
 use super::writer::{Target, margin_id, read_events};
 use super::{SearchError, open_index};
-use crate::ingest::errors::{EVENTS, ErrorEvent};
+use crate::errors::ErrorEvent;
 use crate::store::Store;
 
 /// Events read from redb per step: between two steps the writer handles live events.
@@ -123,7 +123,7 @@ impl Rebuild {
             .map(|org| org.id.to_string())
             .collect();
         orgs.reverse();
-        let total = store.read_blocking(|txn| EVENTS.row_count(txn))?;
+        let total = store.read_blocking(crate::errors::event_count)?;
         let now = ulid::Ulid::generate();
         let (started, started_ms) = (format!("evt_{now}"), now.timestamp_ms());
         let rebuild = Rebuild {

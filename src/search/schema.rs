@@ -11,7 +11,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, JsonObjectOptions, STORED, STRING, Schema, TEXT, TextFieldIndexing,
 };
 
-use crate::ingest::errors::ErrorEvent;
+use crate::errors::ErrorEvent;
 
 pub const KIND_EVENT: &str = "event";
 pub const KIND_GROUP: &str = "group";

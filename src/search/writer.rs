@@ -13,7 +13,6 @@
 //! and `lookout reindex` rebuilds it.
 
 use std::collections::HashSet;
-use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, RwLock};
@@ -26,9 +25,8 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 use super::rebuild::{Rebuild, RebuildReport};
 use super::schema::{self, Fields, KIND_GROUP};
 use super::{Opened, SearchError};
-use crate::ingest::errors::{EVENTS, ErrorEvent};
-use crate::store::codec::decode;
-use crate::store::{Store, StoreError, tables};
+use crate::errors::ErrorEvent;
+use crate::store::{Store, StoreError};
 
 /// How long an added document may wait for its commit.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(250);
@@ -476,27 +474,5 @@ pub(super) fn read_events(
     before: Option<&str>,
     limit: usize,
 ) -> Result<Vec<ErrorEvent>, StoreError> {
-    let start = match after {
-        Some(id) => tables::composite_key(org, id),
-        None => tables::owner_prefix(org),
-    };
-    let end = match before {
-        Some(id) => tables::composite_key(org, id),
-        None => format!("{org}0"),
-    };
-    store.read_blocking(|txn| {
-        let table = txn.open_table(EVENTS.definition())?;
-        let mut events = Vec::new();
-        for entry in table.range::<&str>((
-            Bound::Excluded(start.as_str()),
-            Bound::Excluded(end.as_str()),
-        ))? {
-            let (_, value) = entry?;
-            events.push(decode::<ErrorEvent>(value.value())?);
-            if events.len() >= limit {
-                break;
-            }
-        }
-        Ok(events)
-    })
+    store.read_blocking(|txn| crate::errors::events_between(txn, org, after, before, limit))
 }

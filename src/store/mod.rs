@@ -10,6 +10,7 @@
 //!   and the writer reopens the database and probes until a write succeeds again.
 //! - No transaction is ever held across an `.await`: closures run to completion on one thread.
 
+pub mod ages;
 pub mod codec;
 pub mod data_dir;
 pub mod ids;

@@ -295,6 +295,16 @@ pub fn split_composite_key(key: &str) -> Option<(&str, &str)> {
     key.split_once('/')
 }
 
+/// A time as a fixed-width key part, so key order is time order (negative times sort first).
+pub fn time_key(at: crate::clock::Timestamp) -> String {
+    format!("{:020}", at.unix_millis().max(0))
+}
+
+/// A key part that may itself contain `/`: `%` and `/` are escaped.
+pub fn escape_key_part(text: &str) -> String {
+    text.replace('%', "%25").replace('/', "%2F")
+}
+
 #[cfg(test)]
 mod tests {
     use redb::{ReadableDatabase, TableHandle};
@@ -342,5 +352,13 @@ mod tests {
             );
         }
         assert_eq!(spec("no_such_table"), None);
+    }
+
+    #[test]
+    fn key_parts_escape_and_sort_by_time() {
+        use crate::clock::Timestamp;
+        assert_eq!(escape_key_part("a/b%c"), "a%2Fb%25c");
+        assert_eq!(time_key(Timestamp(-5)), "00000000000000000000");
+        assert!(time_key(Timestamp(10)) < time_key(Timestamp(9_000)));
     }
 }

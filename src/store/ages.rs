@@ -1,4 +1,7 @@
-//! The ingest tables and the age index that retention walks.
+//! The telemetry age index that retention walks: one row per stored error event, session and
+//! span, keyed by its age. Here, below the capabilities, because the one that stores a record
+//! (error events in `errors`, sessions and spans in `ingest`) writes its age row in the same
+//! transaction, and `ingest::retention` walks them all.
 //!
 //! Invariants: every stored event, session and span has exactly one row in `TELEMETRY_AGES`,
 //! keyed by its age (the earlier of the client's time and the arrival time, so a client cannot
@@ -7,9 +10,9 @@
 
 use redb::WriteTransaction;
 
-use super::fields::time_key;
+use super::tables::{self, time_key};
+use super::{IndexTable, IndexWriter, ReadTxn, Scan, StoreError};
 use crate::clock::Timestamp;
-use crate::store::{IndexTable, IndexWriter, ReadTxn, Scan, StoreError, tables};
 
 pub const TELEMETRY_AGES: IndexTable = IndexTable::new(tables::TELEMETRY_AGES);
 

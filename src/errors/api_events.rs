@@ -15,8 +15,10 @@ use axum::Json;
 use axum::extract::{RawQuery, State};
 use redb::ReadTransaction;
 
-use super::errors::{EVENTS, ErrorEvent, EventId};
-use super::reads::read;
+use super::db::GROUP_EVENTS;
+use super::event::{ErrorEvent, EventId};
+use super::event_db::{EVENTS, get_event};
+use super::resolve;
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
@@ -57,7 +59,7 @@ pub(crate) fn keys_backwards<V: redb::Value + 'static>(
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = ErrorEventList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
-pub(super) async fn list_errors(
+pub async fn list_errors(
     State(auth): State<Auth>,
     State(search): State<Search>,
     Viewer(caller): Viewer,
@@ -86,48 +88,50 @@ pub(super) async fn list_errors(
     let org = caller.org_id;
     let org_id = org.clone();
     let limit = page.limit;
-    let (items, counted) = read(&auth, move |txn| {
-        // Events in key order of either the event table or the group's event index; both end
-        // in the event id, so the cursor is the last event id in both cases.
-        let owner = match &group {
-            Some(group) => format!("{}/{group}", org.as_str()),
-            None => org.as_str().to_string(),
-        };
-        let start = tables::owner_prefix(&owner);
-        // `0` follows `/`, so `{owner}0` is past every key of the owner.
-        let end = match &cursor {
-            Some(id) => tables::composite_key(&owner, id.as_str()),
-            None => format!("{owner}0"),
-        };
-        let mut ids = Vec::new();
-        let mut collect = |key: &str| {
-            ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
-        };
-        match group {
-            Some(_) => {
-                let index = crate::errors::db::GROUP_EVENTS.definition();
-                keys_backwards(txn, index, &start, &end, limit, |key, _| {
+    let (items, counted) = auth
+        .store()
+        .read(move |txn| {
+            // Events in key order of either the event table or the group's event index; both end
+            // in the event id, so the cursor is the last event id in both cases.
+            let owner = match &group {
+                Some(group) => format!("{}/{group}", org.as_str()),
+                None => org.as_str().to_string(),
+            };
+            let start = tables::owner_prefix(&owner);
+            // `0` follows `/`, so `{owner}0` is past every key of the owner.
+            let end = match &cursor {
+                Some(id) => tables::composite_key(&owner, id.as_str()),
+                None => format!("{owner}0"),
+            };
+            let mut ids = Vec::new();
+            let mut collect = |key: &str| {
+                ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
+            };
+            match group {
+                Some(_) => {
+                    let index = GROUP_EVENTS.definition();
+                    keys_backwards(txn, index, &start, &end, limit, |key, _| {
+                        collect(key);
+                        Ok(())
+                    })?
+                }
+                None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
                     collect(key);
                     Ok(())
-                })?
+                })?,
             }
-            None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
-                collect(key);
-                Ok(())
-            })?,
-        }
-        // The total counts the whole list, not what follows the cursor.
-        let whole_end = format!("{owner}0");
-        let counted = match group {
-            Some(_) => {
-                let index = crate::errors::db::GROUP_EVENTS.definition();
-                count_keys(txn, index, &start, &whole_end)?
-            }
-            None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
-        };
-        Ok((events_of(txn, &org, ids)?, counted))
-    })
-    .await?;
+            // The total counts the whole list, not what follows the cursor.
+            let whole_end = format!("{owner}0");
+            let counted = match group {
+                Some(_) => {
+                    let index = GROUP_EVENTS.definition();
+                    count_keys(txn, index, &start, &whole_end)?
+                }
+                None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
+            };
+            Ok::<_, ApiError>((events_of(txn, &org, ids)?, counted))
+        })
+        .await?;
     let (total, total_is_estimate) = match counted {
         Some(exact) => (exact, false),
         None => {
@@ -184,10 +188,10 @@ fn events_of(
 ) -> Result<Vec<ErrorEvent>, ApiError> {
     let mut events = Vec::with_capacity(ids.len());
     for id in ids {
-        let Some(mut event) = EVENTS.get(txn, &tables::composite_key(org.as_str(), &id))? else {
+        let Some(mut event) = get_event(txn, org.as_str(), &id)? else {
             continue;
         };
-        crate::errors::resolve::resolve_for_reading(txn, org, &mut event)?;
+        resolve::resolve_for_reading(txn, org, &mut event)?;
         events.push(event);
     }
     Ok(events)
@@ -224,7 +228,10 @@ async fn search_errors(
             .map_err(ApiError::internal)?
             .map_err(search_problem)?;
     let found = ids.len();
-    let items = read(&auth, move |txn| events_of(txn, &org, ids)).await?;
+    let items = auth
+        .store()
+        .read(move |txn| events_of(txn, &org, ids))
+        .await?;
     let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
     let items = items.into_iter().map(ErrorEventView::from).collect();
     Ok(Json(ErrorEventList {

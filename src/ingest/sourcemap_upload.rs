@@ -1,5 +1,6 @@
-//! Source map uploads (`POST /ingest/sourcemaps`) and their storage, one map per release and
-//! minified file.
+//! Source map uploads (`POST /ingest/sourcemaps`): the route, its credential and limits, and
+//! checking, scrubbing and compressing a map before `errors` stores it (`errors::put_sourcemap`,
+//! one map per release and minified file).
 //!
 //! Invariants: the upload has its own size limit (`WEB_INGEST_MAX_SOURCEMAP_BYTES`), applied to
 //! the declared `Content-Length` before anything else, while the body streams in and again
@@ -16,53 +17,24 @@ use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
-use redb::{TableDefinition, WriteTransaction};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::body::{self, MediaType};
-use super::fields::{escape_key_part, valid_name};
+use super::fields::valid_name;
 use super::{Ingest, gate, scrub};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member};
 use crate::clock::Timestamp;
+use crate::errors::{SourceMap, SourceMapId};
 use crate::http::error::Problem;
 use crate::http::extract::read_body;
 use crate::http::{ApiError, ErrorCode};
-use crate::store::codec::Record;
-use crate::store::{RecordTable, Scan, StoreError, tables};
 
-crate::typed_id!(
-    /// `smp_…`
-    SourceMapId,
-    "smp_"
-);
-
-const SOURCEMAPS: RecordTable<SourceMap> = RecordTable::new(tables::SOURCEMAPS);
-const BLOBS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new(tables::SOURCEMAP_BLOBS);
 /// Longest `file` (a URL or path).
 const MAX_FILE_LEN: usize = 2048;
-
-/// A stored source map's description; the map itself is in `SOURCEMAP_BLOBS` under `id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SourceMap {
-    pub id: SourceMapId,
-    pub release: String,
-    pub file: String,
-    /// Bytes of the map as uploaded (before compression).
-    pub size: u64,
-    pub uploaded_at: Timestamp,
-}
-
-impl Record for SourceMap {
-    const KIND: &'static str = "source map";
-}
-
-fn map_key(org: &OrgId, release: &str, file: &str) -> String {
-    format!("{}/{}/{file}", org.as_str(), escape_key_part(release))
-}
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SourceMapCreated {
@@ -122,7 +94,7 @@ pub async fn post_sourcemap(
     let id = record.id.to_string();
     ingest
         .store()
-        .write(move |txn| put(txn, &org, &record, &compressed))
+        .write(move |txn| crate::errors::put_sourcemap(txn, &org, &record, &compressed))
         .await
         .map_err(ApiError::from)?;
     Ok((StatusCode::CREATED, Json(SourceMapCreated { id })))
@@ -269,82 +241,8 @@ fn prepare(
     Ok((record, compressed))
 }
 
-/// Stores (or replaces) the map of a release and file.
-pub fn put(
-    txn: &WriteTransaction,
-    org: &OrgId,
-    record: &SourceMap,
-    compressed: &[u8],
-) -> Result<(), StoreError> {
-    let key = map_key(org, &record.release, &record.file);
-    let mut blobs = txn.open_table(BLOBS)?;
-    if let Some(old) = SOURCEMAPS.get(txn, &key)? {
-        blobs.remove(old.id.as_str())?;
-    }
-    blobs.insert(record.id.as_str(), compressed)?;
-    drop(blobs);
-    SOURCEMAPS.insert(txn, &key, record)
-}
-
-/// Whether any map was uploaded for `release`: the frames of a release without maps need no
-/// lookups, one per frame and file name (most releases of most sites have none).
-pub fn release_has_maps(
-    txn: &redb::ReadTransaction,
-    org: &OrgId,
-    release: &str,
-) -> Result<bool, StoreError> {
-    let prefix = map_key(org, release, "");
-    let scan = Scan {
-        prefix: &prefix,
-        after: None,
-        limit: 1,
-    };
-    Ok(!SOURCEMAPS.scan(txn, scan)?.is_empty())
-}
-
-/// The record of the map uploaded for `release` and `file`, without reading the map: enough to
-/// tell whether a cached, decoded map (keyed by the record's id) is still the current one.
-pub fn find_record(
-    txn: &redb::ReadTransaction,
-    org: &OrgId,
-    release: &str,
-    file: &str,
-) -> Result<Option<SourceMap>, StoreError> {
-    SOURCEMAPS.get(txn, &map_key(org, release, file))
-}
-
-/// The map uploaded for `release` and `file` (exactly as uploaded, after scrubbing), with its
-/// text: what resolving frames reads.
-pub fn find(
-    txn: &redb::ReadTransaction,
-    org: &OrgId,
-    release: &str,
-    file: &str,
-) -> Result<Option<(SourceMap, String)>, StoreError> {
-    let Some(record) = SOURCEMAPS.get(txn, &map_key(org, release, file))? else {
-        return Ok(None);
-    };
-    let blobs = txn.open_table(BLOBS)?;
-    let Some(compressed) = blobs.get(record.id.as_str())? else {
-        return Err(corrupt("no map stored for the record"));
-    };
-    let bytes =
-        zstd::stream::decode_all(compressed.value()).map_err(|e| corrupt(&e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|e| corrupt(&e.to_string()))?;
-    Ok(Some((record, text)))
-}
-
-fn corrupt(detail: &str) -> StoreError {
-    StoreError::Corrupt {
-        what: "source map",
-        detail: detail.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTableMetadata};
-
     use super::*;
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
@@ -358,24 +256,13 @@ mod tests {
     }
 
     #[test]
-    fn maps_are_checked_compressed_and_found() {
+    fn maps_are_checked_scrubbed_and_compressed() {
         let map = r#"{"version":3,"sources":["a.ts"],"names":[],"mappings":"AAAA"}"#;
         let (record, compressed) = prepare(upload(map), true, NOW).unwrap();
         assert_eq!(record.file, "https://cdn.test/app.js?token=[redacted]");
-        let (_dir, database) = crate::store::migrations::scratch_database();
-        let org = OrgId::generate();
-        let txn = database.begin_write().unwrap();
-        put(&txn, &org, &record, &compressed).unwrap();
-        let (second, again) = prepare(upload(map), true, NOW).unwrap();
-        put(&txn, &org, &second, &again).unwrap();
-        txn.commit().unwrap();
-        let txn = database.begin_read().unwrap();
-        let (found, text) = find(&txn, &org, "1.0", &second.file).unwrap().unwrap();
-        assert_eq!((found.id, text.as_str()), (second.id, map));
         assert_eq!(
-            txn.open_table(BLOBS).unwrap().len().unwrap(),
-            1,
-            "replaced, not added"
+            zstd::stream::decode_all(&compressed[..]).unwrap(),
+            map.as_bytes()
         );
 
         for bad in [

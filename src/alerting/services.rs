@@ -1,6 +1,8 @@
 //! The services registry: every service an organisation's telemetry or deployments named, with
-//! its environments and when it was last seen. Filled by ingest and deployments; read by
-//! `GET /api/v1/services` (the example bearer-token call of SPEC.md).
+//! its environments and when it was last seen. Filled by deployments here and, through
+//! `alerting::record_activity`, by ingest and errors as they store telemetry (the arrow points
+//! from them to alerting, as for rollups); read by `GET /api/v1/services` (the example
+//! bearer-token call of SPEC.md).
 //!
 //! Invariants: ingest updates a service in the transaction that stores the telemetry naming it;
 //! `last_seen` and the hourly error buckets use arrival times (a client cannot date itself into

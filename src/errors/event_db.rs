@@ -1,0 +1,365 @@
+//! The error events in redb: the event records, the client-id index that makes a retried
+//! upload a no-op, and each session's events; storing a batch (with its groups, rollups and
+//! services in the same transaction) and removing an event (retention).
+//!
+//! Invariants: an item whose `event_id` (or `id`) was stored before is acknowledged and not
+//! stored again. `store_events` may run more than once for one batch (the group-commit writer
+//! retries a batch without a failed write): each run assigns groups afresh from what is
+//! committed, and everything it writes commits with the events or not at all.
+
+use std::ops::Bound;
+
+use redb::{ReadTransaction, WriteTransaction};
+use tokio::sync::oneshot;
+
+use super::db::{self as groups, Grouping};
+use super::event::ErrorEvent;
+use super::fingerprint::Fingerprint;
+use crate::accounts::model::OrgId;
+use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
+use crate::store::ages::{self, Kind};
+use crate::store::codec::decode;
+use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
+
+pub const EVENTS: RecordTable<ErrorEvent> = RecordTable::new(tables::EVENTS);
+const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
+const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
+
+/// The events of one request, ready for their write transaction: each with its fingerprint,
+/// computed when the batch is made (CPU work better done on the request's thread than on the
+/// store's one writer thread). `store_events` sets each stored event's group in place.
+///
+/// A batch made with `returning` sends its events home when it is dropped: the write closure
+/// owns the batch (the writer may run it more than once), the writer drops the closure before
+/// it answers, and the request receives the events whole, so the writer thread neither copies
+/// nor frees them (profiling found both costly there).
+pub struct EventBatch {
+    events: Vec<ErrorEvent>,
+    fingerprints: Vec<Fingerprint>,
+    home: Option<oneshot::Sender<Vec<ErrorEvent>>>,
+}
+
+/// Where the events of a batch made with `EventBatch::returning` arrive once it is dropped.
+pub struct ReturnedEvents(oneshot::Receiver<Vec<ErrorEvent>>);
+
+impl EventBatch {
+    /// A batch whose events are dropped with it.
+    pub fn new(events: Vec<ErrorEvent>) -> EventBatch {
+        let fingerprints = events.iter().map(groups::fingerprint_of).collect();
+        EventBatch {
+            events,
+            fingerprints,
+            home: None,
+        }
+    }
+
+    /// A batch whose events are sent to the returned receiver when it is dropped.
+    pub fn returning(events: Vec<ErrorEvent>) -> (EventBatch, ReturnedEvents) {
+        let (home, arrival) = oneshot::channel();
+        let mut batch = EventBatch::new(events);
+        batch.home = Some(home);
+        (batch, ReturnedEvents(arrival))
+    }
+
+    pub fn events(&self) -> &[ErrorEvent] {
+        &self.events
+    }
+}
+
+impl Drop for EventBatch {
+    fn drop(&mut self) {
+        if let Some(home) = self.home.take() {
+            // A request that gave up waiting no longer wants them; they are freed with it.
+            let _ = home.send(std::mem::take(&mut self.events));
+        }
+    }
+}
+
+impl ReturnedEvents {
+    /// The events, once their batch was dropped (before `Store::write` answers, for a batch
+    /// its write closure owned).
+    pub(super) async fn arrive(self) -> Result<Vec<ErrorEvent>, oneshot::error::RecvError> {
+        self.0.await
+    }
+}
+
+/// What one batch's write stored: every event of the batch is accepted (stored now, or
+/// acknowledged again when its client id was stored before); those stored now are listed by
+/// their index in the batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvents {
+    accepted: usize,
+    stored: Vec<usize>,
+}
+
+impl StoredEvents {
+    /// Events accepted: stored, or acknowledged again.
+    pub fn accepted(&self) -> usize {
+        self.accepted
+    }
+
+    /// The batch indexes of the events stored now, in batch order.
+    pub fn indexes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.stored.iter().copied()
+    }
+
+    /// The events stored now, out of the batch's events as the committed run of
+    /// `store_events` left them (each carrying its group).
+    pub(super) fn take_from(self, events: Vec<ErrorEvent>) -> Vec<ErrorEvent> {
+        let mut wanted = self.stored.into_iter().peekable();
+        events
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, event)| wanted.next_if_eq(&index).map(|_| event))
+            .collect()
+    }
+}
+
+/// Stores the events of `batch` not stored before, assigns each to its error group (the
+/// event's `group_id` is set in place), counts them for alert rules (`alerting` rollups), updates
+/// the services registry and writes their age rows, all in `txn`.
+pub fn store_events(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    batch: &mut EventBatch,
+) -> Result<StoredEvents, StoreError> {
+    let (events, fingerprints) = (&mut batch.events, &batch.fingerprints);
+    // One pass per table, each held open for the whole batch (`IndexWriter`). First the
+    // client ids: an id stored before (or earlier in this batch) means a retry, not stored again.
+    let mut stored = Vec::with_capacity(events.len());
+    let mut client_ids = EVENT_CLIENT_IDS.writer(txn)?;
+    for (index, event) in events.iter().enumerate() {
+        if let Some(client_id) = &event.event_id {
+            let index_key = tables::composite_key(org.as_str(), client_id);
+            if client_ids.contains(&index_key)? {
+                continue;
+            }
+            client_ids.insert(&index_key, event.id.as_str())?;
+        }
+        stored.push(index);
+    }
+    drop(client_ids);
+
+    let mut grouping = Grouping::new(txn, org)?;
+    let mut rollups = RollupBatch::new();
+    for &index in &stored {
+        let (event, fingerprint) = (&mut events[index], &fingerprints[index]);
+        let (group, opened) = grouping.assign(txn, event, fingerprint)?;
+        event.group_id = Some(group.to_string());
+        let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
+        rollups.count(org, Metric::Errors, service, environment, event.received_at);
+        if opened {
+            rollups.count(
+                org,
+                Metric::NewGroups,
+                service,
+                environment,
+                event.received_at,
+            );
+        }
+    }
+    grouping.finish(txn)?;
+    rollups.flush(txn)?;
+
+    let mut records = EVENTS.writer(txn)?;
+    let mut session_events = SESSION_EVENTS.writer(txn)?;
+    let mut age_rows = ages::TELEMETRY_AGES.writer(txn)?;
+    let mut activity = Vec::new();
+    for &index in &stored {
+        let event = &events[index];
+        let key = event.key(org);
+        records.insert(&key, event)?;
+        if let Some(session) = &event.session_id {
+            let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
+            session_events.insert(&session_key, "")?;
+        }
+        ages::put_age_with(&mut age_rows, Kind::Event, event.age(), &key)?;
+        if let Some(service) = &event.service {
+            activity.push(Activity {
+                service: service.clone(),
+                environment: event.environment.clone(),
+                at: event.received_at,
+                errors: u64::from(event.level == "error"),
+            });
+        }
+    }
+    drop((records, session_events, age_rows));
+    record_activity(txn, org, &activity)?;
+    Ok(StoredEvents {
+        accepted: events.len(),
+        stored,
+    })
+}
+
+/// Removes an event and its index rows (retention). `false` when it was already gone.
+pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
+    let Some(event) = EVENTS.get(txn, key)? else {
+        return Ok(false);
+    };
+    let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
+    if let Some(client_id) = &event.event_id {
+        let index_key = tables::composite_key(org, client_id);
+        if EVENT_CLIENT_IDS.get(txn, &index_key)?.as_deref() == Some(event.id.as_str()) {
+            EVENT_CLIENT_IDS.remove(txn, &index_key)?;
+        }
+    }
+    if let Some(session) = &event.session_id {
+        SESSION_EVENTS.remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
+    }
+    if let Some(group) = &event.group_id {
+        groups::forget_event(txn, org, group, event.id.as_str())?;
+    }
+    ages::remove_age(txn, Kind::Event, event.age(), key)?;
+    EVENTS.remove(txn, key)
+}
+
+/// The stored event `id` of `org`.
+pub fn get_event(
+    txn: &impl ReadTxn,
+    org: &str,
+    id: &str,
+) -> Result<Option<ErrorEvent>, StoreError> {
+    EVENTS.get(txn, &tables::composite_key(org, id))
+}
+
+/// Up to `limit` events that named `session`, oldest first.
+pub fn events_of_session(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    session: &str,
+    limit: usize,
+) -> Result<Vec<ErrorEvent>, StoreError> {
+    let prefix = format!("{}/{session}/", org.as_str());
+    let scan = Scan {
+        prefix: &prefix,
+        after: None,
+        limit,
+    };
+    let rows = SESSION_EVENTS.scan(txn, scan)?;
+    let mut events = Vec::with_capacity(rows.len());
+    for (key, _) in rows {
+        let event_id = &key[prefix.len()..];
+        if let Some(event) = get_event(txn, org.as_str(), event_id)? {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+/// Up to `limit` events of `org` with ids after `after` (from the first without) and before
+/// `before` (to the last without), in id order.
+pub fn events_between(
+    txn: &ReadTransaction,
+    org: &str,
+    after: Option<&str>,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<Vec<ErrorEvent>, StoreError> {
+    let start = match after {
+        Some(id) => tables::composite_key(org, id),
+        None => tables::owner_prefix(org),
+    };
+    let end = match before {
+        Some(id) => tables::composite_key(org, id),
+        None => format!("{org}0"),
+    };
+    let table = txn.open_table(EVENTS.definition())?;
+    let mut events = Vec::new();
+    for entry in table.range::<&str>((
+        Bound::Excluded(start.as_str()),
+        Bound::Excluded(end.as_str()),
+    ))? {
+        let (_, value) = entry?;
+        events.push(decode::<ErrorEvent>(value.value())?);
+        if events.len() >= limit {
+            break;
+        }
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::errors::model::GroupId;
+
+    const NOW: Timestamp = Timestamp(1_795_348_800_000);
+
+    #[test]
+    fn a_batch_stores_each_client_id_once_and_groups_every_stored_event() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let org = OrgId::generate();
+        let event = |id: Option<&str>, user: &str, message: &str| {
+            let mut item = json!({"level": "error", "message": message, "url": "u",
+                "user_id": user, "session_id": "s-1", "service": "web"});
+            if let Some(id) = id {
+                item["event_id"] = json!(id);
+            }
+            crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
+        };
+        let txn = database.begin_write().unwrap();
+        let mut first = EventBatch::new(vec![
+            event(Some("a"), "u1", "boom 1"),
+            event(Some("a"), "u1", "boom 2"),
+            event(None, "u2", "boom 3"),
+            event(Some("b"), "u1", "other"),
+        ]);
+        let stored = store_events(&txn, &org, &mut first).unwrap();
+        assert_eq!(stored.indexes().collect::<Vec<_>>(), [0, 2, 3]);
+        assert_eq!(stored.accepted(), 4);
+        let mut again = EventBatch::new(vec![
+            event(Some("b"), "u3", "boom 4"),
+            event(None, "u3", "boom 5"),
+        ]);
+        let stored_again = store_events(&txn, &org, &mut again).unwrap();
+        assert_eq!(stored_again.indexes().collect::<Vec<_>>(), [1]);
+
+        let (first, again) = (first.events(), again.events());
+        let boom = first[0].group_id.clone().unwrap();
+        assert_eq!(first[2].group_id.as_deref(), Some(boom.as_str()));
+        assert_eq!(again[1].group_id.as_deref(), Some(boom.as_str()));
+        assert_ne!(first[3].group_id.as_deref(), Some(boom.as_str()));
+        let taken = stored.take_from(first.to_vec());
+        assert_eq!(taken, [&first[0], &first[2], &first[3]].map(Clone::clone));
+        let group = groups::get_group(&txn, &org, &GroupId::parse(&boom).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!((group.count, group.users), (3, 3));
+        let rows = |name| {
+            txn.open(redb::TableDefinition::<&str, &str>::new(name))
+                .unwrap()
+                .row_count()
+                .unwrap()
+        };
+        assert_eq!(EVENTS.row_count(&txn).unwrap(), 4);
+        assert_eq!(rows(tables::EVENT_CLIENT_IDS), 2);
+        assert_eq!(rows(tables::SESSION_EVENTS), 4);
+        assert_eq!(rows(tables::TELEMETRY_AGES), 4);
+        assert_eq!(rows(tables::GROUP_EVENTS), 4);
+        assert_eq!(rows(tables::GROUP_USERS), 4);
+        assert_eq!(events_of_session(&txn, &org, "s-1", 10).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_returning_batch_sends_its_events_home_when_dropped() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let org = OrgId::generate();
+        let item = json!({"level": "error", "message": "boom", "url": "u", "event_id": "e"});
+        let event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
+        let (mut batch, returned) = EventBatch::returning(vec![event.clone(), event]);
+        let txn = database.begin_write().unwrap();
+        let stored = store_events(&txn, &org, &mut batch).unwrap();
+        let grouped = batch.events().to_vec();
+        drop(batch);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let events = runtime.block_on(returned.arrive()).unwrap();
+        assert_eq!(events, grouped, "whole, with the groups set in place");
+        assert_eq!(stored.accepted(), 2);
+        assert_eq!(stored.take_from(events), grouped[..1]);
+    }
+}
