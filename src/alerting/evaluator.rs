@@ -438,7 +438,7 @@ impl Evaluator {
         if self.spikes.channels.is_empty() {
             return Ok(None);
         }
-        let channels = notify::db::channels_of_org(txn, org)?;
+        let channels = notify::channels_of_org(txn, org)?;
         let chosen = channels
             .iter()
             .filter(|channel| {

@@ -295,7 +295,7 @@ fn check_channels(txn: &impl ReadTxn, rule: &AlertRule) -> Result<(), ApiError> 
     if rule.channels.is_empty() {
         return Ok(());
     }
-    let known = crate::notify::db::channels_of_org(txn, &rule.org_id)?;
+    let known = crate::notify::channels_of_org(txn, &rule.org_id)?;
     for wanted in &rule.channels {
         if !known.iter().any(|channel| channel.id.as_str() == wanted) {
             return Err(invalid(format!(

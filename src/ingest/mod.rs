@@ -158,7 +158,7 @@ impl Ingest {
             .inner
             .store
             .read(move |txn| {
-                let orgs = crate::accounts::db::list_orgs(txn)?;
+                let orgs = crate::accounts::all_orgs(txn)?;
                 let found = match &configured {
                     Some(id) => orgs.into_iter().find(|org| org.id.as_str() == id),
                     None => orgs.into_iter().next(),

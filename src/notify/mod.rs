@@ -25,6 +25,9 @@ use std::sync::Arc;
 use redb::WriteTransaction;
 
 pub use model::{ChannelId, DeliveryId};
+
+/// The channels of an org, in a caller's transaction (alert rules check the channels they name).
+pub use db::channels_of_org;
 pub use payload::{Event, EventExtra};
 
 use crate::clock::{Clock, Timestamp};

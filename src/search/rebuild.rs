@@ -118,7 +118,7 @@ impl Rebuild {
         remove_if_present(&work_dir)?;
         let target = Target::new(open_index(&work_dir)?)?;
         let mut orgs: Vec<String> = store
-            .read_blocking(crate::accounts::db::list_orgs)?
+            .read_blocking(crate::accounts::all_orgs)?
             .into_iter()
             .map(|org| org.id.to_string())
             .collect();

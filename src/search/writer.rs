@@ -171,7 +171,7 @@ impl Target {
         replace: bool,
         mut progress: impl FnMut(u64),
     ) -> Result<u64, StoreError> {
-        let orgs = store.read_blocking(crate::accounts::db::list_orgs)?;
+        let orgs = store.read_blocking(crate::accounts::all_orgs)?;
         let mut total = 0u64;
         for org in orgs {
             let org = org.id.to_string();
