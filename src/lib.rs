@@ -15,7 +15,6 @@ pub mod errors;
 pub mod http;
 pub mod ingest;
 pub mod notify;
-pub mod search;
 pub mod secrets;
 pub mod server;
 pub mod store;

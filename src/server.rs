@@ -54,7 +54,7 @@ pub struct AppState {
     pub ingest: Ingest,
     pub notify: Notify,
     pub agents: Agents,
-    pub search: crate::search::Search,
+    pub search: crate::errors::search::Search,
     pub spikes: crate::alerting::evaluator::SpikeWake,
     pub rule_readings: crate::alerting::readings::RuleReadings,
     pub metrics: PrometheusHandle,
@@ -72,8 +72,8 @@ impl FromRef<AppState> for crate::alerting::readings::RuleReadings {
     }
 }
 
-impl FromRef<AppState> for crate::search::Search {
-    fn from_ref(state: &AppState) -> crate::search::Search {
+impl FromRef<AppState> for crate::errors::search::Search {
+    fn from_ref(state: &AppState) -> crate::errors::search::Search {
         state.search.clone()
     }
 }
@@ -282,8 +282,11 @@ pub async fn run(
     let ingest = Ingest::new(&config, store.clone(), clock.clone());
     // Catching up with events the index missed (a crash, a restore) happens before serving.
     let search = {
-        let (dir, store) = (crate::search::index_dir(data_dir.path()), store.clone());
-        tokio::task::spawn_blocking(move || crate::search::Search::start(&dir, &store))
+        let (dir, store) = (
+            crate::errors::search::index_dir(data_dir.path()),
+            store.clone(),
+        );
+        tokio::task::spawn_blocking(move || crate::errors::search::Search::start(&dir, &store))
             .await
             .context("search start-up task failed")?
             .context("cannot open the search index")?

@@ -26,8 +26,9 @@ use tokio::sync::watch;
 pub use hub::AgentHub;
 pub use model::{AgentId, EnrolmentTokenId};
 
+use crate::accounts::model::OrgId;
 use crate::clock::Clock;
-use crate::store::Store;
+use crate::store::{ReadTxn, Store, StoreError};
 
 /// The shared handle of the agents capability.
 #[derive(Clone)]
@@ -92,4 +93,32 @@ impl Agents {
         // An error means the sender is gone: the server is past shutdown, so stop too.
         let _ = stopping.wait_for(|stopping| *stopping).await;
     }
+}
+
+/// The agents of `org` enrolled with a token that is not revoked (an agent whose token was
+/// revoked is no longer expected to connect), in a caller's transaction: what the agent-offline
+/// alert watches.
+pub fn agents_with_live_tokens(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+) -> Result<Vec<model::Agent>, StoreError> {
+    let live: Vec<_> = db::tokens_of_org(txn, org)?
+        .into_iter()
+        .filter(|token| token.revoked_at.is_none())
+        .map(|token| token.id)
+        .collect();
+    let mut agents = Vec::new();
+    let mut after = None;
+    loop {
+        let page = db::agents_of_org(txn, org, after.as_ref(), 500)?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = Some(last.id.clone());
+        agents.extend(
+            page.into_iter()
+                .filter(|agent| live.contains(&agent.enrolment_token_id)),
+        );
+    }
+    Ok(agents)
 }

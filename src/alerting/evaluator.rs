@@ -359,28 +359,13 @@ impl Evaluator {
         txn: &impl ReadTxn,
         org: &OrgId,
     ) -> Result<Vec<(String, String, Timestamp)>, StoreError> {
-        let live_tokens: Vec<_> = crate::agents::db::tokens_of_org(txn, org)?
-            .into_iter()
-            .filter(|token| token.revoked_at.is_none())
-            .map(|token| token.id)
-            .collect();
         let mut offline = Vec::new();
-        let mut after = None;
-        loop {
-            let page = crate::agents::db::agents_of_org(txn, org, after.as_ref(), 500)?;
-            let Some(last) = page.last() else {
-                break;
-            };
-            after = Some(last.id.clone());
-            for agent in page {
-                if !live_tokens.contains(&agent.enrolment_token_id)
-                    || self.agents.hub().is_online(&agent.id)
-                {
-                    continue;
-                }
-                let since = Timestamp(agent.last_seen.0.max(self.started.0));
-                offline.push((agent.name, agent.hostname, since));
+        for agent in crate::agents::agents_with_live_tokens(txn, org)? {
+            if self.agents.hub().is_online(&agent.id) {
+                continue;
             }
+            let since = Timestamp(agent.last_seen.0.max(self.started.0));
+            offline.push((agent.name, agent.hostname, since));
         }
         Ok(offline)
     }

@@ -34,6 +34,7 @@ pub mod incidents_wire;
 pub mod model;
 pub mod readings;
 pub mod rollup;
+mod rule_request;
 pub mod rules;
 pub mod rules_model;
 pub mod services;

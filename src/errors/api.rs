@@ -19,6 +19,7 @@ use super::db;
 use super::event::ErrorEvent;
 use super::event_db::get_event;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
+use super::search::Search;
 use super::views::ErrorEventView;
 use super::{api_events, api_list, api_tags, resolve};
 use crate::accounts::model::OrgId;
@@ -26,7 +27,6 @@ use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
 use crate::http::{ApiError, ErrorCode};
-use crate::search::Search;
 use crate::store::StoreError;
 
 /// Most groups one bulk status change names.

@@ -19,6 +19,8 @@ use super::db::GROUP_EVENTS;
 use super::event::{ErrorEvent, EventId};
 use super::event_db::{EVENTS, get_event};
 use super::resolve;
+use super::search::query::SearchRequest;
+use super::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
@@ -26,8 +28,6 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
-use crate::search::query::SearchRequest;
-use crate::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use crate::store::{StoreError, tables};
 
 /// The keys `[start, end)` of `table`, last first, at most `limit`.

@@ -24,6 +24,8 @@ use super::api::{ErrorGroupView, parameter};
 use super::api_events::{count_keys, search_problem};
 use super::db::{self, GROUP_LAST_SEEN};
 use super::model::{ErrorGroup, GroupId, GroupStatus};
+use super::search::query::{MatchedGroups, SearchRequest};
+use super::search::{EXACT_TOTAL_UP_TO, Search};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
@@ -31,8 +33,6 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, time_filter};
-use crate::search::query::{MatchedGroups, SearchRequest};
-use crate::search::{EXACT_TOTAL_UP_TO, Search};
 use crate::store::tables::time_key;
 use crate::store::{StoreError, tables};
 

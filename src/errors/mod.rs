@@ -28,6 +28,7 @@ mod event_db;
 pub mod fingerprint;
 pub mod model;
 pub mod resolve;
+pub mod search;
 mod sourcemaps;
 pub mod stack;
 mod views;
@@ -43,8 +44,8 @@ pub use views::ErrorEventView;
 
 use crate::accounts::model::OrgId;
 use crate::http::ApiError;
-use crate::search::Search;
 use crate::store::{ReadTxn, Store, StoreError};
+use search::Search;
 
 /// Resolves the frames of a batch through the source maps of its releases (one read
 /// transaction on a blocking thread), before the batch is written.

@@ -34,7 +34,7 @@ where
     S: Clone + Send + Sync + 'static,
     Ingest: FromRef<S>,
     Auth: FromRef<S>,
-    crate::search::Search: FromRef<S>,
+    crate::errors::search::Search: FromRef<S>,
     SpikeWake: FromRef<S>,
 {
     let mut router = OpenApiRouter::new()
@@ -190,7 +190,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
         (status = 503, body = Problem, content_type = "application/problem+json")))]
 async fn post_web_errors(
     State(ingest): State<Ingest>,
-    State(search): State<crate::search::Search>,
+    State(search): State<crate::errors::search::Search>,
     State(spikes): State<SpikeWake>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {

@@ -77,28 +77,154 @@ fn api_routes_are_never_mounted_around_the_openapi_router() {
     }
 }
 
-/// `store` and `http` know no capability; capabilities never reach up into `server` or `cli`.
+/// The capabilities (one folder each under `src/`).
+const CAPABILITIES: [&str; 8] = [
+    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify",
+];
+
+/// The layers below every capability: they know none.
+const LOWER_LAYERS: [&str; 3] = ["store", "http", "secrets"];
+
+/// Every arrow one capability may have to another (ARCHITECTURE.md draws the same list). An
+/// arrow not listed here fails `capabilities_use_only_the_arrows_listed`.
+const ALLOWED_ARROWS: &[(&str, &[&str])] = &[
+    ("accounts", &[]),
+    ("admin", &["accounts", "auth", "errors"]),
+    ("agents", &["accounts", "auth"]),
+    ("alerting", &["accounts", "agents", "auth", "notify"]),
+    ("auth", &["accounts"]),
+    ("errors", &["accounts", "alerting", "auth"]),
+    ("ingest", &["accounts", "alerting", "auth", "errors"]),
+    ("notify", &["accounts", "auth"]),
+];
+
+/// The top-level modules of the crate a piece of code names (`crate::x…` and
+/// `use crate::{x…, y…}`).
+fn crate_modules(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The names at the group's outer level: `{a::b, c::{d, e}, f}` gives a, c, f.
+            let (mut depth, mut start) = (0usize, 0usize);
+            for (index, character) in group.char_indices() {
+                match character {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        found.push(first_name(&group[start..index]));
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        found.push(first_name(&group[start..index]));
+                        start = index + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.push(first_name(rest));
+        }
+    }
+    found.retain(|name| !name.is_empty());
+    found
+}
+
+fn first_name(path: &str) -> String {
+    path.trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// `store`, `http` and `secrets` know no capability; capabilities never reach up into
+/// `server` or `cli`.
 #[test]
 fn dependencies_flow_one_way() {
-    let capabilities = [
-        "accounts", "auth", "admin", "ingest", "search", "alerting", "notify", "agents",
-    ];
     for (path, text) in sources() {
         let code = without_tests(&text);
         let layer = path.split('/').next().unwrap_or("");
-        if layer == "store" || layer == "http" {
-            for capability in capabilities {
-                let reference = format!("crate::{capability}");
+        let used = crate_modules(code);
+        if LOWER_LAYERS.contains(&layer) {
+            for capability in CAPABILITIES {
                 assert!(
-                    !code.contains(&reference),
-                    "{path} ({layer}) must not use {reference}"
+                    !used.iter().any(|name| name == capability),
+                    "{path} ({layer}) must not use crate::{capability}"
                 );
             }
         }
-        if capabilities.contains(&layer) || layer == "store" || layer == "http" {
-            for upper in ["crate::server", "crate::cli"] {
-                assert!(!code.contains(upper), "{path} must not use {upper}");
+        if CAPABILITIES.contains(&layer) || LOWER_LAYERS.contains(&layer) {
+            for upper in ["server", "cli"] {
+                assert!(
+                    !used.iter().any(|name| name == upper),
+                    "{path} must not use crate::{upper}"
+                );
             }
+        }
+    }
+}
+
+/// A capability uses another only along an arrow of `ALLOWED_ARROWS`.
+#[test]
+fn capabilities_use_only_the_arrows_listed() {
+    for (path, text) in sources() {
+        let layer = path.split('/').next().unwrap_or("");
+        let Some((_, allowed)) = ALLOWED_ARROWS.iter().find(|(from, _)| *from == layer) else {
+            continue;
+        };
+        for name in crate_modules(without_tests(&text)) {
+            if CAPABILITIES.contains(&name.as_str()) && name != layer {
+                assert!(
+                    allowed.contains(&name.as_str()),
+                    "{path} uses crate::{name}: {layer} -> {name} is not an allowed arrow \
+                     (tests/integration/tidy.rs ALLOWED_ARROWS, ARCHITECTURE.md)"
+                );
+            }
+        }
+    }
+}
+
+/// The allow-list itself has no cycle: dependencies between capabilities flow one way.
+#[test]
+fn the_allowed_arrows_have_no_cycle() {
+    fn visit<'a>(node: &'a str, path: &mut Vec<&'a str>) {
+        assert!(
+            !path.contains(&node),
+            "a cycle between capabilities: {} -> {node}",
+            path.join(" -> ")
+        );
+        path.push(node);
+        let targets = ALLOWED_ARROWS
+            .iter()
+            .find(|(from, _)| *from == node)
+            .map_or(&[][..], |(_, to)| to);
+        for next in targets {
+            visit(next, path);
+        }
+        path.pop();
+    }
+    for capability in CAPABILITIES {
+        visit(capability, &mut Vec::new());
+    }
+}
+
+/// A capability reads another only through its public face, never its `db` module.
+#[test]
+fn no_capability_reaches_into_anothers_db() {
+    for (path, text) in sources() {
+        let layer = path.split('/').next().unwrap_or("");
+        let code = without_tests(&text);
+        for other in CAPABILITIES.iter().filter(|other| **other != layer) {
+            let pattern = format!("{other}::db");
+            let reaches = code.match_indices(&pattern).any(|(at, _)| {
+                let after = code[at + pattern.len()..].chars().next();
+                !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            assert!(
+                !reaches,
+                "{path} reaches into {other}'s db (`{pattern}`); use {other}'s public face"
+            );
         }
     }
 }
