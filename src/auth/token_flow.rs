@@ -88,7 +88,7 @@ impl<R: SecretRecord + Clone + Send + Sync + 'static> TokenFlow<R> {
                 let mut rows = Vec::new();
                 for record in self
                     .table
-                    .page(txn, org.as_str(), after.as_deref(), limit + 1)?
+                    .page(txn, (org.as_str(), after.as_deref()), limit + 1)?
                 {
                     let beside = with(txn, &record)?;
                     rows.push((record, beside));

@@ -139,8 +139,7 @@ impl<R: SecretRecord> SecretTable<R> {
     pub fn page(
         &self,
         txn: &impl ReadTxn,
-        owner: &str,
-        after: Option<&str>,
+        (owner, after): (&str, Option<&str>),
         limit: usize,
     ) -> Result<Vec<R>, StoreError> {
         let Layout::ById { owners } = self.layout else {
