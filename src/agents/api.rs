@@ -17,11 +17,22 @@ use utoipa_axum::routes;
 use super::model::{Agent, AgentId, EnrolmentToken, EnrolmentTokenId};
 use super::protocol::HostMetrics;
 use super::{Agents, db};
-use crate::auth::{Admin, Auth, Viewer, audit};
+use crate::auth::token_flow::{self, TokenFlow};
+use crate::auth::{Admin, Auth, Viewer};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::http::{ApiError, ApiJson};
+
+/// Enrolment tokens: no prefix (the agent sends the bare token), audited as
+/// `agent.enrolment_token.*` with their name.
+static TOKENS: TokenFlow<EnrolmentToken> = TokenFlow {
+    table: &db::TOKENS,
+    noun: "enrolment token",
+    created: "agent.enrolment_token.created",
+    revoked: "agent.enrolment_token.revoked",
+    detail: |token| json!({"name": token.name}),
+};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -134,13 +145,7 @@ async fn create_token(
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateEnrolmentTokenRequest>,
 ) -> Result<(StatusCode, Json<CreatedEnrolmentTokenResponse>), ApiError> {
-    let name = request.name.trim().to_string();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPayload,
-            "name: 1 to 100 characters",
-        ));
-    }
+    let name = token_flow::valid_name(&request.name)?;
     let now = agents.clock().now();
     let token = EnrolmentToken {
         id: EnrolmentTokenId::generate(),
@@ -151,30 +156,16 @@ async fn create_token(
         last_used_at: None,
         revoked_at: None,
     };
-    let secret = crate::secrets::random_token();
-    let digest = hex::encode(crate::secrets::token_digest(&secret));
-    let (stored, actor) = (token.clone(), caller.actor());
-    agents
-        .store()
-        .write(move |txn| {
-            db::insert_token(txn, &stored, &digest)?;
-            audit::record(
-                txn,
-                Some(&stored.org_id),
-                &actor,
-                "agent.enrolment_token.created",
-                Some(stored.id.as_str()),
-                json!({"name": stored.name}),
-                now,
-            )
-        })
+    let minted = crate::secrets::mint("");
+    let token = TOKENS
+        .create(agents.store(), &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedEnrolmentTokenResponse {
             id: token.id.to_string(),
             name: token.name,
-            token: secret,
+            token: minted.secret,
             created_at: now.to_rfc3339(),
         }),
     ))
@@ -189,15 +180,17 @@ async fn list_tokens(
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<EnrolmentTokenList>, ApiError> {
-    let after = page.cursor_as(EnrolmentTokenId::parse)?;
-    let (org, limit) = (caller.org_id.clone(), page.limit);
-    let tokens = agents
-        .store()
-        .read(move |txn| db::tokens_page_of_org(txn, &org, after.as_ref(), limit + 1))
+    let (rows, next_cursor) = TOKENS
+        .page(
+            agents.store(),
+            &page,
+            &caller.org_id,
+            EnrolmentTokenId::parse,
+            |_, _| Ok(()),
+        )
         .await?;
-    let (tokens, next_cursor) = page.split(tokens, |token| token.id.to_string());
     Ok(Json(EnrolmentTokenList {
-        items: tokens.iter().map(token_view).collect(),
+        items: rows.iter().map(|(token, ())| token_view(token)).collect(),
         next_cursor,
     }))
 }
@@ -211,29 +204,9 @@ async fn revoke_token(
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = EnrolmentTokenId::parse(&id).map_err(|_| ApiError::not_found("enrolment token"))?;
     let now = agents.clock().now();
-    let (org, actor, token_id) = (caller.org_id.clone(), caller.actor(), id.clone());
-    agents
-        .store()
-        .write(move |txn| {
-            let mut token = db::token_of_org(txn, &org, &token_id)?
-                .ok_or_else(|| ApiError::not_found("enrolment token"))?;
-            if token.revoked_at.is_none() {
-                token.revoked_at = Some(now);
-                db::put_token(txn, &token)?;
-                audit::record(
-                    txn,
-                    Some(&org),
-                    &actor,
-                    "agent.enrolment_token.revoked",
-                    Some(token.id.as_str()),
-                    json!({"name": token.name}),
-                    now,
-                )?;
-            }
-            Ok::<_, ApiError>(())
-        })
+    let id = TOKENS
+        .revoke(agents.store(), &caller, &id, EnrolmentTokenId::parse, now)
         .await?;
     agents.hub().disconnect_token(&id);
     Ok(StatusCode::NO_CONTENT)

@@ -82,16 +82,13 @@ async fn authenticate(agents: &Agents, headers: &HeaderMap) -> Result<EnrolmentT
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, secret)| secret.trim())
         .ok_or_else(|| refused("send Authorization: Bearer <enrolment token>"))?;
-    let digest = hex::encode(crate::secrets::token_digest(secret));
+    let digest = crate::secrets::digest_hex(secret);
     let token = agents
         .store()
-        .read(move |txn| db::find_token_by_digest(txn, &digest))
+        .read(move |txn| db::TOKENS.find_live(txn, &digest))
         .await?;
-    match token {
-        Some(token) if token.revoked_at.is_none() => Ok(token),
-        // API keys and session JWTs land here too: they are not enrolment tokens.
-        _ => Err(refused("the enrolment token is unknown or revoked")),
-    }
+    // API keys and session JWTs land on `None` too: they are not enrolment tokens.
+    token.ok_or_else(|| refused("the enrolment token is unknown or revoked"))
 }
 
 /// Why a connection ends early, as the close frame tells the agent.

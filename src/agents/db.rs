@@ -19,7 +19,8 @@ use crate::clock::Timestamp;
 use crate::store::tables::{self, composite_key, owner_prefix};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, SecretTable, StoreError};
 
-const TOKENS: SecretTable<EnrolmentToken> =
+/// Enrolment tokens and their digests (created, listed and revoked by `auth::token_flow`).
+pub static TOKENS: SecretTable<EnrolmentToken> =
     SecretTable::new(tables::ENROLMENT_TOKENS, tables::ENROLMENT_TOKEN_DIGESTS);
 const AGENTS: RecordTable<Agent> = RecordTable::new(tables::AGENTS);
 const IDENTITIES: IndexTable = IndexTable::new(tables::AGENT_IDENTITIES);
@@ -27,16 +28,10 @@ const TICKETS: RecordTable<ShellTicket> = RecordTable::new(tables::SHELL_TICKETS
 const SESSIONS: RecordTable<ShellSession> = RecordTable::new(tables::SHELL_SESSIONS);
 const METRICS: RecordTable<MetricPoint> = RecordTable::new(tables::AGENT_METRICS);
 
-pub fn insert_token(
-    txn: &WriteTransaction,
-    token: &EnrolmentToken,
-    digest: &str,
-) -> Result<(), StoreError> {
-    TOKENS.insert(txn, token.org_id.as_str(), token.id.as_str(), token, digest)
-}
+crate::store::secret_record!(EnrolmentToken);
 
 pub fn put_token(txn: &WriteTransaction, token: &EnrolmentToken) -> Result<(), StoreError> {
-    TOKENS.put(txn, token.org_id.as_str(), token.id.as_str(), token)
+    TOKENS.put(txn, token)
 }
 
 pub fn token_of_org(
@@ -49,24 +44,6 @@ pub fn token_of_org(
 
 pub fn tokens_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<EnrolmentToken>, StoreError> {
     TOKENS.list(txn, org.as_str())
-}
-
-/// One page of the organisation's tokens, in id (creation) order, after the token `after`.
-pub fn tokens_page_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    after: Option<&EnrolmentTokenId>,
-    limit: usize,
-) -> Result<Vec<EnrolmentToken>, StoreError> {
-    TOKENS.page(txn, org.as_str(), after.map(|id| id.as_str()), limit)
-}
-
-/// The token whose secret hashes to `digest` (hex), revoked or not.
-pub fn find_token_by_digest(
-    txn: &impl ReadTxn,
-    digest: &str,
-) -> Result<Option<EnrolmentToken>, StoreError> {
-    TOKENS.find_by_digest(txn, digest)
 }
 
 pub fn put_agent(txn: &WriteTransaction, agent: &Agent) -> Result<(), StoreError> {

@@ -13,9 +13,7 @@ use redb::WriteTransaction;
 
 use super::alerts_model::{Alert, AlertId, AlertState};
 use super::incidents_model::Incident;
-use super::model::{
-    Build, BuildId, Deployment, DeploymentId, InboundToken, InboundTokenId, IncidentId,
-};
+use super::model::{Build, BuildId, Deployment, DeploymentId, InboundToken, IncidentId};
 use super::rules_model::{AlertRule, RuleId, RuleState};
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
@@ -25,7 +23,8 @@ use crate::store::{
     IndexTable, ReadTxn, RecordTable, SecretTable, StoreError, page_of_owner_newest_first,
 };
 
-const TOKENS: SecretTable<InboundToken> =
+/// Inbound tokens and their digests (created, listed and revoked by `auth::token_flow`).
+pub static TOKENS: SecretTable<InboundToken> =
     SecretTable::new(tables::INBOUND_TOKENS, tables::INBOUND_TOKEN_DIGESTS);
 const DEPLOYMENTS: RecordTable<Deployment> = RecordTable::new(tables::DEPLOYMENTS);
 const EXTERNAL_IDS: IndexTable = IndexTable::new(tables::DEPLOYMENT_EXTERNAL_IDS);
@@ -66,43 +65,7 @@ fn corrupt(what: &'static str, key: &str) -> StoreError {
 
 // ---- inbound tokens ----
 
-pub fn insert_token(
-    txn: &WriteTransaction,
-    token: &InboundToken,
-    digest: &str,
-) -> Result<(), StoreError> {
-    TOKENS.insert(txn, token.org_id.as_str(), token.id.as_str(), token, digest)
-}
-
-pub fn put_token(txn: &WriteTransaction, token: &InboundToken) -> Result<(), StoreError> {
-    TOKENS.put(txn, token.org_id.as_str(), token.id.as_str(), token)
-}
-
-pub fn token_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    id: &InboundTokenId,
-) -> Result<Option<InboundToken>, StoreError> {
-    TOKENS.get(txn, org.as_str(), id.as_str())
-}
-
-/// One page of the organisation's tokens, in id (creation) order, after the token `after`.
-pub fn tokens_page_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    after: Option<&InboundTokenId>,
-    limit: usize,
-) -> Result<Vec<InboundToken>, StoreError> {
-    TOKENS.page(txn, org.as_str(), after.map(|id| id.as_str()), limit)
-}
-
-/// The token whose secret hashes to `digest` (hex), revoked or not.
-pub fn find_token_by_digest(
-    txn: &impl ReadTxn,
-    digest: &str,
-) -> Result<Option<InboundToken>, StoreError> {
-    TOKENS.find_by_digest(txn, digest)
-}
+crate::store::secret_record!(InboundToken);
 
 // ---- deployments ----
 

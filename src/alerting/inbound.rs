@@ -22,7 +22,8 @@ use utoipa_axum::routes;
 
 use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
-use crate::auth::{Admin, Auth, audit};
+use crate::auth::token_flow::{self, TokenFlow};
+use crate::auth::{Admin, Auth};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
@@ -32,6 +33,16 @@ use crate::store::Store;
 /// The header an inbound sender puts its token in; `?token=` is the fallback for senders that
 /// cannot set headers (the Jenkins Notification plugin, many monitoring tools).
 pub const TOKEN_HEADER: &str = "x-lookout-token";
+
+/// Inbound tokens: `lkin_` + a random token, the first 9 characters kept as `prefix`, audited
+/// as `inbound_token.*` with their name and kind.
+static TOKENS: TokenFlow<InboundToken> = TokenFlow {
+    table: &db::TOKENS,
+    noun: "inbound token",
+    created: "inbound_token.created",
+    revoked: "inbound_token.revoked",
+    detail: |token| json!({"name": token.name, "kind": token.kind.as_str()}),
+};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -107,41 +118,21 @@ async fn create_token(
             "kind: one of jenkins, deployments, alerts",
         )
     })?;
-    let name = request.name.trim().to_string();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPayload,
-            "name: 1 to 100 characters",
-        ));
-    }
-    let secret = format!("lkin_{}", crate::secrets::random_token());
-    let digest = hex::encode(crate::secrets::token_digest(&secret));
+    let name = token_flow::valid_name(&request.name)?;
+    let minted = crate::secrets::mint("lkin_");
     let now = notify.clock().now();
     let token = InboundToken {
         id: InboundTokenId::generate(),
         org_id: caller.org_id.clone(),
         kind,
         name,
-        prefix: secret.chars().take(9).collect(),
+        prefix: minted.secret.chars().take(9).collect(),
         created_by: caller.user_id.clone(),
         created_at: now,
         revoked_at: None,
     };
-    let (stored, actor) = (token.clone(), caller.actor());
-    notify
-        .store()
-        .write(move |txn| {
-            db::insert_token(txn, &stored, &digest)?;
-            audit::record(
-                txn,
-                Some(&stored.org_id),
-                &actor,
-                "inbound_token.created",
-                Some(stored.id.as_str()),
-                json!({"name": stored.name, "kind": stored.kind.as_str()}),
-                now,
-            )
-        })
+    let token = TOKENS
+        .create(notify.store(), &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -149,7 +140,7 @@ async fn create_token(
             id: token.id.to_string(),
             kind: kind.as_str().to_string(),
             name: token.name,
-            token: secret,
+            token: minted.secret,
             prefix: token.prefix,
             created_at: now.to_rfc3339(),
         }),
@@ -165,15 +156,17 @@ async fn list_tokens(
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<InboundTokenList>, ApiError> {
-    let after = page.cursor_as(InboundTokenId::parse)?;
-    let (org, limit) = (caller.org_id.clone(), page.limit);
-    let tokens = notify
-        .store()
-        .read(move |txn| db::tokens_page_of_org(txn, &org, after.as_ref(), limit + 1))
+    let (rows, next_cursor) = TOKENS
+        .page(
+            notify.store(),
+            &page,
+            &caller.org_id,
+            InboundTokenId::parse,
+            |_, _| Ok(()),
+        )
         .await?;
-    let (tokens, next_cursor) = page.split(tokens, |token| token.id.to_string());
     Ok(Json(InboundTokenList {
-        items: tokens.iter().map(token_view).collect(),
+        items: rows.iter().map(|(token, ())| token_view(token)).collect(),
         next_cursor,
     }))
 }
@@ -187,29 +180,9 @@ async fn revoke_token(
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = InboundTokenId::parse(&id).map_err(|_| ApiError::not_found("inbound token"))?;
     let now = notify.clock().now();
-    let (org, actor) = (caller.org_id.clone(), caller.actor());
-    notify
-        .store()
-        .write(move |txn| {
-            let mut token = db::token_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("inbound token"))?;
-            if token.revoked_at.is_none() {
-                token.revoked_at = Some(now);
-                db::put_token(txn, &token)?;
-                audit::record(
-                    txn,
-                    Some(&org),
-                    &actor,
-                    "inbound_token.revoked",
-                    Some(token.id.as_str()),
-                    json!({"name": token.name, "kind": token.kind.as_str()}),
-                    now,
-                )?;
-            }
-            Ok::<_, ApiError>(())
-        })
+    TOKENS
+        .revoke(notify.store(), &caller, &id, InboundTokenId::parse, now)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -273,15 +246,12 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let secret = presented_token(parts).ok_or_else(invalid_token)?;
-        let digest = hex::encode(crate::secrets::token_digest(&secret));
+        let digest = crate::secrets::digest_hex(&secret);
         let store = Store::from_ref(state);
         let token = store
-            .read(move |txn| db::find_token_by_digest(txn, &digest))
-            .await?;
-        let token = match token {
-            Some(token) if token.revoked_at.is_none() => token,
-            _ => return Err(invalid_token()),
-        };
+            .read(move |txn| db::TOKENS.find_live(txn, &digest))
+            .await?
+            .ok_or_else(invalid_token)?;
         if token.kind != K::KIND {
             return Err(ApiError::new(
                 ErrorCode::WrongTokenKind,

@@ -14,9 +14,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::audit;
 use super::caller::{API_KEY_LEN, API_KEY_PREFIX};
 use super::model::{ApiKey, ApiKeyId};
+use super::token_flow::{self, TokenFlow};
 use super::{Admin, Auth, db};
 use crate::accounts;
 use crate::accounts::model::Role;
@@ -24,7 +24,17 @@ use crate::clock::{Clock, Timestamp};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
+
+/// API keys: `lk_` + a random token, the first 10 characters kept as `prefix`, audited as
+/// `api_key.*` with their name.
+static KEYS: TokenFlow<ApiKey> = TokenFlow {
+    table: &db::API_KEYS,
+    noun: "api key",
+    created: "api_key.created",
+    revoked: "api_key.revoked",
+    detail: |key| json!({"name": key.name}),
+};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -106,13 +116,7 @@ async fn create_key(
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<CreatedKeyResponse>), ApiError> {
-    let name = request.name.trim().to_string();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPayload,
-            "name: 1 to 100 characters",
-        ));
-    }
+    let name = token_flow::valid_name(&request.name)?;
     let now = clock.now();
     let expires_at = match request.expires_at.as_deref() {
         None => None,
@@ -132,35 +136,21 @@ async fn create_key(
             Some(at)
         }
     };
-    let secret = format!("{API_KEY_PREFIX}{}", crate::secrets::random_token());
-    debug_assert_eq!(secret.len(), API_KEY_LEN);
+    let minted = crate::secrets::mint(API_KEY_PREFIX);
+    debug_assert_eq!(minted.secret.len(), API_KEY_LEN);
     let key = ApiKey {
         id: ApiKeyId::generate(),
         org_id: caller.org_id.clone(),
         user_id: caller.user_id.clone(),
         name,
-        prefix: secret[..10].to_string(),
+        prefix: minted.secret[..10].to_string(),
         created_at: now,
         expires_at,
         revoked_at: None,
         last_used_at: None,
     };
-    let digest = hex::encode(crate::secrets::token_digest(&secret));
-    let (stored, actor) = (key.clone(), caller.actor());
-    store
-        .write(move |txn| {
-            db::insert_api_key(txn, &stored, &digest)?;
-            let detail = json!({"name": stored.name});
-            audit::record(
-                txn,
-                Some(&stored.org_id),
-                &actor,
-                "api_key.created",
-                Some(stored.id.as_str()),
-                detail,
-                now,
-            )
-        })
+    let key = KEYS
+        .create(&store, &caller, key, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -168,7 +158,7 @@ async fn create_key(
             id: key.id.to_string(),
             name: key.name,
             prefix: key.prefix,
-            key: secret,
+            key: minted.secret,
             role: caller.role,
             created_at: key.created_at.to_rfc3339(),
             expires_at: key.expires_at.map(Timestamp::to_rfc3339),
@@ -185,26 +175,24 @@ async fn list_keys(
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<KeyList>, ApiError> {
-    let after = page.cursor_as(ApiKeyId::parse)?;
-    let (org, limit) = (caller.org_id.clone(), page.limit);
-    let rows = auth
-        .store()
-        .read(move |txn| {
-            // One more row than asked for tells whether a next page exists.
-            let mut rows = Vec::new();
-            for key in db::api_keys_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
-                let role = accounts::get_membership(txn, &org, &key.user_id)?.map(|m| m.role);
-                rows.push((key, role));
-            }
-            Ok::<_, StoreError>(rows)
-        })
+    // Each key with its issuer's current role, read in the same transaction.
+    let (rows, next_cursor) = KEYS
+        .page(
+            auth.store(),
+            &page,
+            &caller.org_id,
+            ApiKeyId::parse,
+            |txn, key| {
+                let membership = accounts::get_membership(txn, &key.org_id, &key.user_id)?;
+                Ok(membership.map(|membership| membership.role))
+            },
+        )
         .await?;
     let usage = auth.key_usage();
-    let rows = rows
+    let items = rows
         .iter()
         .map(|(key, role)| key_view(key, *role, usage.unwritten(&key.id)))
         .collect();
-    let (items, next_cursor) = page.split(rows, |view| view.id.clone());
     Ok(Json(KeyList { items, next_cursor }))
 }
 
@@ -218,29 +206,7 @@ async fn revoke_key(
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = ApiKeyId::parse(&id).map_err(|_| ApiError::not_found("api key"))?;
-    let now = clock.now();
-    let (org, actor) = (caller.org_id.clone(), caller.actor());
-    store
-        .write(move |txn| {
-            let mut key = db::get_api_key(txn, &id)?
-                .filter(|key| key.org_id == org)
-                .ok_or_else(|| ApiError::not_found("api key"))?;
-            if key.revoked_at.is_none() {
-                key.revoked_at = Some(now);
-                db::update_api_key(txn, &key)?;
-                audit::record(
-                    txn,
-                    Some(&org),
-                    &actor,
-                    "api_key.revoked",
-                    Some(key.id.as_str()),
-                    json!({"name": key.name}),
-                    now,
-                )?;
-            }
-            Ok::<_, ApiError>(())
-        })
+    KEYS.revoke(&store, &caller, &id, ApiKeyId::parse, clock.now())
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

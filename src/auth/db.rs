@@ -9,16 +9,24 @@ use super::model::{
 use crate::accounts::model::{OrgId, UserId};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
+use crate::store::{ReadTxn, RecordTable, Scan, SecretTable, StoreError, tables};
 
-const API_KEYS: RecordTable<ApiKey> = RecordTable::new(tables::API_KEYS);
-const API_KEY_DIGESTS: IndexTable = IndexTable::new(tables::API_KEY_DIGESTS);
-const ORG_API_KEYS: IndexTable = IndexTable::new(tables::ORG_API_KEYS);
+/// API keys under their id, `digest -> id`, and `{org}/{id} -> id` (created, listed and revoked
+/// by `token_flow`).
+pub static API_KEYS: SecretTable<ApiKey> = SecretTable::by_id(
+    tables::API_KEYS,
+    tables::API_KEY_DIGESTS,
+    tables::ORG_API_KEYS,
+);
+/// The same records read by id alone (`key_usage` knows only the id).
+const API_KEY_RECORDS: RecordTable<ApiKey> = RecordTable::new(tables::API_KEYS);
 const LOGIN_STATES: RecordTable<LoginState> = RecordTable::new(tables::LOGIN_STATES);
 const SESSION_CUTOFFS: RecordTable<SessionCutoff> = RecordTable::new(tables::SESSION_CUTOFFS);
 const REVOKED_SESSIONS: RecordTable<RevokedSession> = RecordTable::new(tables::REVOKED_SESSIONS);
 const TWO_FACTOR: RecordTable<TwoFactor> = RecordTable::new(tables::TWO_FACTOR);
 const AUDIT_EVENTS: RecordTable<AuditEvent> = RecordTable::new(tables::AUDIT_EVENTS);
+
+crate::store::secret_record!(ApiKey);
 
 /// Inserts a new key with the digest of its secret.
 pub fn insert_api_key(
@@ -26,42 +34,23 @@ pub fn insert_api_key(
     key: &ApiKey,
     digest_hex: &str,
 ) -> Result<(), StoreError> {
-    API_KEYS.insert(txn, key.id.as_str(), key)?;
-    API_KEY_DIGESTS.insert(txn, digest_hex, key.id.as_str())?;
-    ORG_API_KEYS.insert(
-        txn,
-        &tables::composite_key(key.org_id.as_str(), key.id.as_str()),
-        key.id.as_str(),
-    )
+    API_KEYS.insert(txn, key, digest_hex)
 }
 
 pub fn update_api_key(txn: &WriteTransaction, key: &ApiKey) -> Result<(), StoreError> {
-    API_KEYS.insert(txn, key.id.as_str(), key)
+    API_KEYS.put(txn, key)
 }
 
 pub fn get_api_key(txn: &impl ReadTxn, id: &ApiKeyId) -> Result<Option<ApiKey>, StoreError> {
-    API_KEYS.get(txn, id.as_str())
+    API_KEY_RECORDS.get(txn, id.as_str())
 }
 
+/// The key whose secret hashes to `digest_hex`, revoked or not.
 pub fn find_api_key_by_digest(
     txn: &impl ReadTxn,
     digest_hex: &str,
 ) -> Result<Option<ApiKey>, StoreError> {
-    match API_KEY_DIGESTS.get(txn, digest_hex)? {
-        Some(id) => API_KEYS.get(txn, &id),
-        None => Ok(None),
-    }
-}
-
-pub fn api_keys_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<ApiKey>, StoreError> {
-    let prefix = tables::owner_prefix(org.as_str());
-    let mut keys = Vec::new();
-    for (_, id) in ORG_API_KEYS.scan(txn, Scan::prefix(&prefix))? {
-        if let Some(key) = API_KEYS.get(txn, &id)? {
-            keys.push(key);
-        }
-    }
-    Ok(keys)
+    API_KEYS.find_by_digest(txn, digest_hex)
 }
 
 /// Revokes, at `now`, every live API key `user` issued in `org`; returns how many.
@@ -72,7 +61,7 @@ pub fn revoke_api_keys_of_member(
     now: Timestamp,
 ) -> Result<usize, StoreError> {
     let mut revoked = 0;
-    for mut key in api_keys_of_org(txn, org)? {
+    for mut key in API_KEYS.list(txn, org.as_str())? {
         if &key.user_id == user && key.revoked_at.is_none() {
             key.revoked_at = Some(now);
             update_api_key(txn, &key)?;
@@ -80,25 +69,6 @@ pub fn revoke_api_keys_of_member(
         }
     }
     Ok(revoked)
-}
-
-/// One page of the organisation's API keys, in id (creation) order, after the key `after`.
-pub fn api_keys_page_of_org(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    after: Option<&ApiKeyId>,
-    limit: usize,
-) -> Result<Vec<ApiKey>, StoreError> {
-    let ids = ORG_API_KEYS.page_of_owner(txn, org.as_str(), after.map(ApiKeyId::as_str), limit)?;
-    let mut keys = Vec::with_capacity(ids.len());
-    for id in ids {
-        let key = API_KEYS.get(txn, &id)?.ok_or_else(|| StoreError::Corrupt {
-            what: "api key index",
-            detail: format!("{id} is indexed but missing"),
-        })?;
-        keys.push(key);
-    }
-    Ok(keys)
 }
 
 pub fn login_state(txn: &impl ReadTxn, email: &str) -> Result<LoginState, StoreError> {

@@ -30,6 +30,7 @@ pub mod operator;
 pub mod ratelimit;
 pub mod revocation;
 pub mod sweep;
+pub mod token_flow;
 pub mod tokens;
 pub mod totp;
 

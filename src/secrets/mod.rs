@@ -17,6 +17,25 @@ pub fn random_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// A freshly minted secret: shown to its creator once, then only `digest` is kept.
+pub struct Minted {
+    pub secret: String,
+    /// `token_digest` of `secret`, hex: the key of the digest index.
+    pub digest: String,
+}
+
+/// Mints `prefix` followed by a `random_token`, with its digest.
+pub fn mint(prefix: &str) -> Minted {
+    let secret = format!("{prefix}{}", random_token());
+    let digest = digest_hex(&secret);
+    Minted { secret, digest }
+}
+
+/// `token_digest` of a presented token in hex, as the digest indexes are keyed.
+pub fn digest_hex(token: &str) -> String {
+    hex::encode(token_digest(token))
+}
+
 /// SHA-256 of a token, as stored in place of the token itself.
 pub fn token_digest(token: &str) -> [u8; 32] {
     use sha2::Digest;

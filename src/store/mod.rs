@@ -15,6 +15,7 @@ pub mod codec;
 pub mod data_dir;
 pub mod ids;
 pub mod migrations;
+pub mod secret_table;
 pub mod snapshot;
 pub mod table;
 pub mod tables;
@@ -29,9 +30,11 @@ use std::time::Duration;
 use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use tokio::sync::oneshot;
 
+pub(crate) use secret_table::secret_record;
+pub use secret_table::{SecretRecord, SecretTable};
 pub use table::{
-    IndexTable, IndexWriter, ReadTxn, RecordTable, RecordWriter, Scan, SecretTable, meta_get,
-    meta_put, meta_remove, page_of_owner_newest_first,
+    IndexTable, IndexWriter, ReadTxn, RecordTable, RecordWriter, Scan, meta_get, meta_put,
+    meta_remove, page_of_owner_newest_first,
 };
 
 /// How long a client is told to wait before retrying a write refused by a degraded store.
