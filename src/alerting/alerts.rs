@@ -16,10 +16,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::alerts_model::{
-    Alert, AlertChange, AlertId, AlertReport, AlertState, AlertmanagerPayload, GenericAlert,
-    alertmanager_reports, apply_alert_report, generic_report,
+    Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report,
 };
 use super::db;
+use super::external_alerts::{
+    AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report,
+};
 use super::inbound::{AlertsKind, Inbound};
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;

@@ -27,6 +27,7 @@ pub mod builds;
 pub mod db;
 pub mod deployments;
 pub mod evaluator;
+pub mod external_alerts;
 pub mod inbound;
 pub mod incidents;
 pub mod incidents_model;
