@@ -12,6 +12,7 @@ use axum::extract::{FromRef, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use redb::WriteTransaction;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -161,6 +162,28 @@ async fn receive<T: Send + 'static>(
     parsed.await?
 }
 
+/// The routes whose accepted items are all stored as read (sessions, spans): receive the batch,
+/// write every accepted item in one transaction, and answer 202 once it is durable.
+async fn receive_and_store<T: Send + Sync + 'static>(
+    ingest: &Ingest,
+    request: Request,
+    field: &'static str,
+    parse: fn(&Value, &ItemContext) -> Result<T, String>,
+    store: fn(&WriteTransaction, &OrgId, &[T]) -> Result<(), StoreError>,
+) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
+    let batch = receive(ingest, request, field, parse).await?;
+    let count = batch.accepted.len();
+    if count > 0 {
+        let (org, items) = (batch.org, batch.accepted);
+        ingest
+            .store()
+            .write(move |txn| store(txn, &org, &items))
+            .await
+            .map_err(ApiError::from)?;
+    }
+    Ok(accepted(count, batch.rejected))
+}
+
 /// The client address to keep with items: none unless `WEB_INGEST_SCRUB_IP=false`.
 async fn stored_client_ip(ingest: &Ingest, parts: &mut Parts) -> Result<Option<String>, ApiError> {
     if ingest.settings().scrub_ip {
@@ -238,17 +261,14 @@ async fn post_web_sessions(
     let parse = |item: &Value, context: &ItemContext| {
         sessions::parse_session(item, context.received_at, context.client_ip.as_deref())
     };
-    let batch = receive(&ingest, request, "sessions", parse).await?;
-    let count = batch.accepted.len();
-    if count > 0 {
-        let (org, items) = (batch.org, batch.accepted);
-        ingest
-            .store()
-            .write(move |txn| sessions::upsert_sessions(txn, &org, &items))
-            .await
-            .map_err(ApiError::from)?;
-    }
-    Ok(accepted(count, batch.rejected))
+    receive_and_store(
+        &ingest,
+        request,
+        "sessions",
+        parse,
+        sessions::upsert_sessions,
+    )
+    .await
 }
 
 /// Stores front-end spans.
@@ -266,17 +286,7 @@ async fn post_spans(
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let parse = |item: &Value, context: &ItemContext| spans::parse_span(item, context.received_at);
-    let batch = receive(&ingest, request, "spans", parse).await?;
-    let count = batch.accepted.len();
-    if count > 0 {
-        let (org, items) = (batch.org, batch.accepted);
-        ingest
-            .store()
-            .write(move |txn| spans::store_spans(txn, &org, &items))
-            .await
-            .map_err(ApiError::from)?;
-    }
-    Ok(accepted(count, batch.rejected))
+    receive_and_store(&ingest, request, "spans", parse, spans::store_spans).await
 }
 
 /// Counts experiment exposures: a visitor once per experiment, variant and UTC day.
