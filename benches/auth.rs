@@ -86,7 +86,7 @@ async fn fixture(dir: &std::path::Path, allowlist: &[&str]) -> Fixture {
         revoked_at: None,
         last_used_at: None,
     };
-    let digest = hex::encode(lookout::secrets::token_digest(&api_key));
+    let digest = lookout::secrets::digest_hex(&api_key);
     store
         .write(move |txn| -> Result<(), StoreError> {
             lookout::auth::db::insert_api_key(txn, &record, &digest)

@@ -82,7 +82,7 @@ async fn create_ticket(
     }
     let agent = super::api::find_agent(&agents, &caller.org_id, &id).await?;
     let secret = crate::secrets::random_token();
-    let digest = hex::encode(crate::secrets::token_digest(&secret));
+    let digest = crate::secrets::digest_hex(&secret);
     let expires_at = agents.clock().now().plus(model::TICKET_LIFETIME);
     let ticket = ShellTicket {
         user_id: caller.user_id.clone(),
@@ -192,7 +192,7 @@ async fn redeem_ticket(
         .find(|(name, _)| name == "ticket")
         .map(|(_, value)| value.into_owned())
         .ok_or_else(invalid)?;
-    let digest = hex::encode(crate::secrets::token_digest(&secret));
+    let digest = crate::secrets::digest_hex(&secret);
     let now = agents.clock().now();
     // The role is read in the transaction that spends the ticket: a role change or removal
     // committed before it is seen, one committed after it is heard by the relay.

@@ -138,7 +138,7 @@ async fn accept_invitation(
     session: Result<Caller, ApiError>,
     ApiJson(request): ApiJson<AcceptInvitationRequest>,
 ) -> Result<Json<InvitationAccepted>, ApiError> {
-    let digest = hex::encode(crate::secrets::token_digest(request.token.trim()));
+    let digest = crate::secrets::digest_hex(request.token.trim());
     let now = auth.clock().now();
     // A cheap look first, so a wrong token costs no password hash.
     let lookup = digest.clone();

@@ -201,7 +201,7 @@ async fn add_member(
         email,
         role: request.role,
         password_hash,
-        digest: hex::encode(crate::secrets::token_digest(&token)),
+        digest: crate::secrets::digest_hex(&token),
         now: auth.clock().now(),
     };
     let added = auth

@@ -163,7 +163,7 @@ fn authenticate_api_key(auth: &Auth, secret: &str, client: IpAddr) -> Result<Cal
     if !secret.starts_with(API_KEY_PREFIX) || secret.len() != API_KEY_LEN {
         return Err(invalid());
     }
-    let digest = hex::encode(crate::secrets::token_digest(secret));
+    let digest = crate::secrets::digest_hex(secret);
     let now = auth.clock().now();
     let found = auth.store().read_blocking(|txn| {
         let Some(key) = db::find_api_key_by_digest(txn, &digest)? else {

@@ -95,7 +95,7 @@ fn recovery_digest(code: &str) -> String {
         .chars()
         .filter(|c| *c != '-' && *c != ' ')
         .collect();
-    hex::encode(crate::secrets::token_digest(&normalised))
+    crate::secrets::digest_hex(&normalised)
 }
 
 /// Checks `code` against a pending (not yet enabled) enrolment and, when it matches, enables

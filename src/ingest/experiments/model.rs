@@ -128,7 +128,7 @@ pub fn parse_exposure(item: &Value, now: Timestamp) -> Result<Exposure, String> 
     Ok(Exposure {
         experiment: experiment.to_string(),
         variant: variant.to_string(),
-        visitor_digest: hex::encode(crate::secrets::token_digest(visitor)),
+        visitor_digest: crate::secrets::digest_hex(visitor),
         day: utc_day(at),
     })
 }
