@@ -21,8 +21,8 @@ use super::inbound::{DeploymentsKind, Inbound};
 use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
 use super::services::{Activity, record_activity};
 use crate::auth::{Auth, Viewer};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, newest_first, time_filter};
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::{self, Event, EventExtra, Notify};
@@ -71,12 +71,6 @@ pub struct DeploymentResponse {
     pub finished_at: Option<String>,
     pub url: Option<String>,
     pub external_id: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DeploymentList {
-    pub items: Vec<DeploymentResponse>,
-    pub next_cursor: Option<String>,
 }
 
 pub(crate) fn deployment_view(deployment: &Deployment) -> DeploymentResponse {
@@ -181,8 +175,7 @@ fn deployment_event(name: &'static str, deployment: &Deployment, base_url: &str)
     params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
         ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 201, body = DeploymentResponse), (status = 200, body = DeploymentResponse),
-        (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated, problems::Forbidden))]
 async fn deployment_webhook(
     State(notify): State<Notify>,
     inbound: Inbound<DeploymentsKind>,
@@ -248,13 +241,12 @@ async fn deployment_webhook(
         ("service" = Option<String>, Query, description = "only this service's deployments"),
         ("environment" = Option<String>, Query, description = "only deployments to this environment"),
         ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
-    responses((status = 200, body = DeploymentList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<DeploymentResponse>), problems::Invalid))]
 async fn list_deployments(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<DeploymentList>, ApiError> {
+) -> Result<Json<Page<DeploymentResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(DeploymentId::parse)?;
     let filters = filters(
@@ -279,18 +271,18 @@ async fn list_deployments(
             db::deployments_of_org_matching(txn, &org, after.as_ref(), limit + 1, &filter, newest)
         })
         .await?;
-    let (rows, next_cursor) = page.split(rows, |deployment| deployment.id.to_string());
-    Ok(Json(DeploymentList {
-        items: rows.iter().map(deployment_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |deployment| deployment.id.to_string(),
+        deployment_view,
+    )))
 }
 
 /// One deployment (the page a webhook payload's `url` opens).
 #[utoipa::path(get, path = "/api/v1/deployments/{id}", tag = "deployments",
     params(("id" = String, Path, description = "dep_…")),
     responses((status = 200, body = DeploymentResponse),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::NotFound))]
 async fn get_deployment(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,

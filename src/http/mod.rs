@@ -9,6 +9,7 @@ pub mod memory;
 pub mod metrics;
 pub mod middleware;
 pub mod page;
+pub mod problems;
 pub mod query;
 pub mod sdk;
 pub mod serve;

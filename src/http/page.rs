@@ -8,11 +8,27 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorCode};
 
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 500;
+
+/// One page of a list, as every list answers: the rows and the cursor of the next page
+/// (`null` on the last one).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    pub fn new(items: Vec<T>, next_cursor: Option<String>) -> Page<T> {
+        Page { items, next_cursor }
+    }
+}
 
 /// Which page of a list the client asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +100,18 @@ impl PageRequest {
         rows.truncate(self.limit);
         let next = rows.last().map(cursor_of);
         (rows, next)
+    }
+
+    /// The answer of a list read with `limit + 1` rows: the page of `rows` as `view` shows
+    /// them, with the next page's cursor (`cursor_of` the last row kept).
+    pub fn answer<R, T>(
+        &self,
+        rows: Vec<R>,
+        cursor_of: impl Fn(&R) -> String,
+        view: impl FnMut(&R) -> T,
+    ) -> Page<T> {
+        let (rows, next_cursor) = self.split(rows, cursor_of);
+        Page::new(rows.iter().map(view).collect(), next_cursor)
     }
 
     /// The page of a whole list already in the order of `key_of` (a list computed in memory,
