@@ -214,14 +214,23 @@ pub fn build_router(state: AppState) -> Router {
 struct HealthBody {
     /// `ok`, or `degraded` while storage refuses writes (reads keep working).
     status: &'static str,
+    /// `catching_up` while the search index indexes what it missed before this start (after
+    /// a crash or a restore): searches answer from the index as it is meanwhile. Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: Option<&'static str>,
 }
 
-async fn healthz(State(store): State<Store>) -> Json<HealthBody> {
+async fn healthz(
+    State(store): State<Store>,
+    State(search): State<crate::errors::search::Search>,
+) -> Json<HealthBody> {
     let status = match store.health() {
         Health::Ok => "ok",
         Health::Degraded => "degraded",
     };
-    Json(HealthBody { status })
+    let search = search.catching_up().then_some("catching_up");
+    Json(HealthBody { status, search })
 }
 
 /// Prometheus metrics: for loopback clients, or for an admin of any organisation.
@@ -280,7 +289,7 @@ pub async fn run(
         .context("cannot load sessions and revocations")?;
     let housekeeping = spawn_housekeeping(auth.clone());
     let ingest = Ingest::new(&config, store.clone(), clock.clone());
-    // Catching up with events the index missed (a crash, a restore) happens before serving.
+    // The index catches up with events it missed (a crash, a restore) while the server serves.
     let search = {
         let (dir, store) = (
             crate::errors::search::index_dir(data_dir.path()),

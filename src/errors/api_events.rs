@@ -24,10 +24,10 @@ use super::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
-use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
+use crate::http::{ApiError, ErrorCode};
 use crate::store::{StoreError, tables};
 
 /// The keys `[start, end)` of `table`, last first, at most `limit`.
@@ -246,6 +246,12 @@ async fn search_errors(
 pub fn search_problem(error: SearchError) -> ApiError {
     match error {
         SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
-        other => ApiError::internal(other),
+        SearchError::Closing => ApiError::new(
+            ErrorCode::StoreUnavailable,
+            "the server is stopping; send it again",
+        ),
+        error @ (SearchError::Index(_) | SearchError::Directory { .. } | SearchError::Store(_)) => {
+            ApiError::internal(error)
+        }
     }
 }

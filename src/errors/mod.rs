@@ -45,7 +45,7 @@ pub use views::ErrorEventView;
 use crate::accounts::model::OrgId;
 use crate::http::ApiError;
 use crate::store::{ReadTxn, Store, StoreError};
-use search::Search;
+use search::IndexTicket;
 
 /// Resolves the frames of a batch through the source maps of its releases (one read
 /// transaction on a blocking thread), before the batch is written.
@@ -83,11 +83,18 @@ pub fn store_events(
     event_db::store_events(txn, org, batch)
 }
 
+/// The ticket a request takes before writing a batch (`search::status`); refused while the
+/// server is stopping, before anything is written.
+pub fn index_ticket(search: &search::Search) -> Result<IndexTicket, ApiError> {
+    search.ticket().map_err(api_events::search_problem)
+}
+
 /// Called once a batch is durable, with what `store_events` reported and where its events
 /// return (`EventBatch::returning`): hands the events stored now, each with its group, to the
-/// search index writer (which never blocks the request).
+/// search index writer (which never blocks the request) through the ticket taken before the
+/// write (`Search::ticket`).
 pub async fn events_committed(
-    search: &Search,
+    ticket: IndexTicket,
     org: &OrgId,
     returned: ReturnedEvents,
     stored: StoredEvents,
@@ -96,7 +103,7 @@ pub async fn events_committed(
     let stored = stored.take_from(events);
     metrics::counter!("lookout_ingest_events_stored_total").increment(stored.len() as u64);
     tracing::debug!(org = %org, stored = stored.len(), "error events committed");
-    search.submit(org.as_str(), stored);
+    ticket.submit(org.as_str(), stored);
     Ok(())
 }
 

@@ -233,13 +233,15 @@ async fn post_web_errors(
         .cpu_work(move || crate::errors::EventBatch::returning(events))
         .await?;
     let write_org = org.clone();
+    // Taken before the write: the index learns of every write that may commit events.
+    let ticket = crate::errors::index_ticket(&search)?;
     let stored = ingest
         .store()
         .write(move |txn| crate::errors::store_events(txn, &write_org, &mut to_store))
         .await
         .map_err(ApiError::from)?;
     let count = stored.accepted();
-    crate::errors::events_committed(&search, &org, returned, stored).await?;
+    crate::errors::events_committed(ticket, &org, returned, stored).await?;
     spikes.nudge();
     Ok(accepted(count, batch.rejected))
 }

@@ -123,6 +123,18 @@ fn events_are_searchable_within_a_second_by_every_contract_field() {
     assert_ne!(next["items"][0]["id"], page["items"][0]["id"]);
 }
 
+/// Waits until `/healthz` no longer says the index is catching up after a start.
+fn caught_up(server: &TestServer) {
+    wait_for(
+        "the search index to catch up",
+        Duration::from_secs(30),
+        || {
+            let health = send(crate::harness::http().get(server.url("/healthz"))).json();
+            health.get("search").is_none().then_some(())
+        },
+    );
+}
+
 #[test]
 fn a_crash_before_the_index_commit_and_a_lost_index_are_caught_up_and_reindex_agrees() {
     let mut server = ingest_server(&[]);
@@ -131,12 +143,14 @@ fn a_crash_before_the_index_commit_and_a_lost_index_are_caught_up_and_reindex_ag
     accepted(&post(&server, "/ingest/web-errors", &events()));
     server.kill9();
     server.restart();
+    caught_up(&server);
     assert_queries(&server, &key);
 
-    // A deleted index (as after a restore) is rebuilt from redb on start.
+    // A deleted index (as after a restore) is rebuilt from redb after start.
     server.terminate(Duration::from_secs(15));
     std::fs::remove_dir_all(server.data_dir.join("search")).unwrap();
     server.restart();
+    caught_up(&server);
     assert_queries(&server, &key);
 
     // `lookout reindex` with the server stopped rebuilds the same answers.

@@ -51,6 +51,7 @@ mod lists;
 mod packaging;
 mod receiver;
 mod sdk_serving;
+mod search_restart;
 mod settings_api;
 mod setup;
 mod tidy;

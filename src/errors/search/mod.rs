@@ -1,21 +1,29 @@
 //! Full-text search over error events (CONTRACT section 3): a tantivy index in
 //! `<data dir>/search`, derived from redb and rebuildable from it at any time.
 //!
-//! `Search` is the handle: `submit` hands committed events to the one writer thread
-//! (`writer.rs`), `query` runs a search (`query.rs`) on the caller's (blocking) thread,
+//! `Search` is the handle: a request takes a `ticket` before it writes events and `submit`s
+//! them through it once committed, to the one writer thread (`writer.rs`); `query` runs a
+//! search (`query.rs`) on the caller's (blocking) thread,
 //! `rebuild_online` has the writer rebuild the index while the server runs (`rebuild.rs`), and
 //! `close` commits what is pending and stops the writer. The index is opened with
 //! `ReloadPolicy::Manual`; the writer reloads the reader after each commit, and replaces the
 //! index searches use (`Opened`) when a rebuild is swapped in.
 //!
-//! Invariants: ingest never waits for indexing and never fails because of it; a missing or
-//! unreadable index is rebuilt from redb on start (after a restore, for one); `lookout
-//! reindex` rebuilds it on demand, offline (`rebuild`) or through the running server, and
-//! searches answer from the old index until the new one is complete.
+//! Invariants: ingest never waits for indexing and never fails because of it; start-up never
+//! waits for indexing either: after a clean stop the index is complete (`checkpoint.rs`) and
+//! nothing is indexed again; after a crash the events from the checkpoint on, and for a
+//! missing or unreadable index (after a restore, for one) every stored event, are indexed by
+//! the writer thread while the server already serves (`catching_up`, shown by `/healthz`),
+//! searches answering from the index as it is meanwhile; `lookout reindex` rebuilds it on
+//! demand, offline (`rebuild`) or through the running server, and searches answer from the
+//! old index until the new one is complete.
 
+pub mod checkpoint;
 pub mod query;
 pub mod rebuild;
 pub mod schema;
+pub mod status;
+pub mod target;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +38,8 @@ use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
 pub use rebuild::{RebuildReport, rebuild};
 use schema::Fields;
+pub use status::IndexTicket;
+use status::Status;
 use writer::{Message, Target, Writer};
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +56,9 @@ pub enum SearchError {
     /// The `q` parameter is not a valid query (the detail says where).
     #[error("q: {0}")]
     InvalidQuery(String),
+    /// The server is stopping: no more events are taken for indexing.
+    #[error("the server is stopping")]
+    Closing,
 }
 
 /// List totals are exact up to this many matches; beyond, they are an estimate
@@ -62,6 +75,7 @@ struct Inner {
     /// The index searches read; the writer thread replaces it when a rebuild is swapped in.
     current: Arc<RwLock<Arc<Opened>>>,
     fields: Fields,
+    status: Arc<Status>,
     /// The writer's inbox; `None` once closed (dropping it ends the writer loop).
     sender: Mutex<Option<Sender<Message>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -107,31 +121,34 @@ pub(crate) fn open_index(dir: &Path) -> Result<Index, SearchError> {
 }
 
 impl Search {
-    /// Opens (or creates) the index at `dir`, catches up with redb, and starts the writer
-    /// thread. Blocking: call it from a blocking thread.
+    /// Opens (or creates) the index at `dir` and starts the writer thread, which first
+    /// catches up with redb unless the index is complete (see the invariants). Blocking: call
+    /// it from a blocking thread; it never waits for the catch-up.
     pub fn start(dir: &Path, store: &Store) -> Result<Search, SearchError> {
         rebuild::remove_leftovers(dir)?;
-        let live = Target::new(open_index(dir)?)?;
+        let mut live = Target::new(open_index(dir)?)?;
+        let status = Arc::new(Status::default());
+        // A complete index stays so only until something is added: the mark goes now, so that
+        // a crash from here on is caught up.
+        let complete = live.take_complete_mark()? || !live.has_stored_after_checkpoint(store)?;
+        status.set_catching_up(!complete);
         let (_, fields) = schema::schema();
         let current = Arc::new(RwLock::new(Arc::new(Opened {
             index: live.index.clone(),
             reader: live.reader.clone(),
         })));
-        let mut writer = Writer::new(
+        let writer = Writer::new(
             fields.clone(),
             live,
             dir.to_path_buf(),
             current.clone(),
             store.clone(),
+            status.clone(),
         );
-        let caught_up = writer.catch_up()?;
-        if caught_up > 0 {
-            tracing::info!(events = caught_up, "search index caught up with the store");
-        }
         let (sender, receiver) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("search-writer".into())
-            .spawn(move || writer.run(receiver))
+            .spawn(move || writer.run(!complete, receiver))
             .map_err(|source| SearchError::Directory {
                 path: dir.to_path_buf(),
                 source,
@@ -140,6 +157,7 @@ impl Search {
             inner: Arc::new(Inner {
                 current,
                 fields,
+                status,
                 sender: Mutex::new(Some(sender)),
                 thread: Mutex::new(Some(thread)),
             }),
@@ -171,20 +189,29 @@ impl Search {
         receiver
     }
 
-    /// Hands durable events to the writer; never blocks on indexing.
-    pub fn submit(&self, org: &str, events: Vec<ErrorEvent>) {
+    /// Whether the writer is still indexing what it missed before this start.
+    pub fn catching_up(&self) -> bool {
+        self.inner.status.catching_up()
+    }
+
+    /// Hands durable events to the writer (through `IndexTicket::submit`); `false` when the
+    /// writer is gone and they were not taken.
+    fn send_events(&self, org: &str, events: Vec<ErrorEvent>) -> bool {
         if events.is_empty() {
-            return;
+            return true;
         }
         let message = Message::Events {
             org: org.to_string(),
             events,
         };
-        if let Some(sender) = self.lock_sender().as_ref()
-            && sender.send(message).is_err()
-        {
+        let sent = self
+            .lock_sender()
+            .as_ref()
+            .is_some_and(|sender| sender.send(message).is_ok());
+        if !sent {
             tracing::error!("search writer stopped: events not indexed until restart");
         }
+        sent
     }
 
     /// Commits what is pending and waits for it (blocking).
@@ -199,8 +226,10 @@ impl Search {
         }
     }
 
-    /// Commits what is pending and stops the writer thread (blocking).
+    /// Commits what is pending and stops the writer thread (blocking); from here on no ticket
+    /// is handed out, and the last commit marks the index complete when nothing was missed.
     pub fn close(&self) {
+        self.inner.status.close();
         drop(self.lock_sender().take());
         let thread = self
             .inner

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
+use super::checkpoint::margin_id;
 use super::schema::Fields;
-use super::writer::{Target, margin_id, read_events};
+use super::writer::{Target, read_events};
 use super::{SearchError, open_index};
 use crate::errors::ErrorEvent;
 use crate::store::Store;

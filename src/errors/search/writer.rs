@@ -5,39 +5,32 @@
 //!
 //! Invariants: only this thread holds an `IndexWriter` of the live index (and of an index
 //! being rebuilt); a batch is visible to searches within `COMMIT_INTERVAL` plus one commit
-//! (well under 1 s), during a rebuild too. On start it catches up from redb: every event after
-//! the checkpoint minus `CATCH_UP_MARGIN` is indexed again, replacing any document it already
-//! had (delete by id, then add), so events committed to redb but not to the index before a
-//! crash — also out of id order, as concurrent requests commit — are found again, and none is
-//! indexed twice. Indexing failures are logged, never surfaced to ingest: the index is derived
-//! and `lookout reindex` rebuilds it.
+//! (well under 1 s), during a rebuild too. Unless the index was complete (a clean stop,
+//! `checkpoint.rs`), it first catches up from redb, before it takes live events (they wait in
+//! its inbox): every event after the checkpoint minus `CATCH_UP_MARGIN_MS` is indexed again,
+//! replacing any document it already had (delete by id, then add), so events committed to
+//! redb but not to the index before a crash — also out of id order, as concurrent requests
+//! commit — are found again, and none is indexed twice; a catch-up interrupted by a stop
+//! commits nothing, so the next start does it again. Its last commit, when the server stops,
+//! marks the index complete if no ticket was missed (`status.rs`). Indexing failures are
+//! logged, never surfaced to ingest: the index is derived and `lookout reindex` rebuilds it.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
-
+use super::checkpoint::margin_id;
 use super::rebuild::{Rebuild, RebuildReport};
-use super::schema::{self, Fields, KIND_GROUP};
+use super::schema::Fields;
+use super::status::Status;
+pub use super::target::Target;
 use super::{Opened, SearchError};
 use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
 
 /// How long an added document may wait for its commit.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(250);
-/// Events this much older than the checkpoint are indexed again on start.
-pub(super) const CATCH_UP_MARGIN_MS: u64 = 60_000;
-/// Memory of the writer: tantivy needs at least 15 MB per indexing thread.
-const WRITER_HEAP_BYTES: usize = 32 * 1024 * 1024;
-/// Group ids remembered as indexed before the set is cleared (then the index is asked).
-const KNOWN_GROUPS: usize = 100_000;
-/// Events indexed per catch-up read transaction.
-const CATCH_UP_BATCH: usize = 5_000;
 /// Live messages handled between two steps of a rebuild: live events keep their second, and
 /// the rebuild still moves on under sustained ingest.
 const LIVE_MESSAGES_PER_STEP: usize = 16;
@@ -55,145 +48,6 @@ pub enum Message {
     Rebuild(Sender<RebuildReport>),
 }
 
-/// One index and its writer: the live index, or the one a rebuild is building.
-pub struct Target {
-    pub index: Index,
-    pub reader: IndexReader,
-    writer: IndexWriter,
-    /// Greatest event id added (the next checkpoint).
-    checkpoint: Option<String>,
-    known_groups: HashSet<String>,
-    dirty: bool,
-}
-
-impl Target {
-    pub fn new(index: Index) -> Result<Target, SearchError> {
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
-        let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
-        let checkpoint = index.load_metas()?.payload;
-        Ok(Target {
-            index,
-            reader,
-            writer,
-            checkpoint,
-            known_groups: HashSet::new(),
-            dirty: false,
-        })
-    }
-
-    /// The last checkpoint (an event id), if any.
-    pub fn checkpoint(&self) -> Option<&str> {
-        self.checkpoint.as_deref()
-    }
-
-    /// Adds the event's document (and its group's, the first time); `replace` deletes a
-    /// document of the same id first, so an event indexed twice is found once.
-    pub fn add_event(&mut self, fields: &Fields, org: &str, event: &ErrorEvent, replace: bool) {
-        let id = event.id.as_str();
-        if replace {
-            self.writer
-                .delete_term(Term::from_field_text(fields.id, id));
-        }
-        if let Some(group) = &event.group_id
-            && let Some(stack) = &event.stack
-            && !self.group_is_indexed(fields, group)
-        {
-            let document = schema::group_document(fields, org, group, stack);
-            log(self.writer.add_document(document).map(drop));
-        }
-        let document = schema::event_document(fields, org, event);
-        log(self.writer.add_document(document).map(drop));
-        if self.checkpoint.as_deref().is_none_or(|seen| seen < id) {
-            self.checkpoint = Some(id.to_string());
-        }
-        self.dirty = true;
-    }
-
-    /// Whether the group has its document (remembered, or found in the committed index);
-    /// marks it as having one, since the caller adds it when it had none.
-    fn group_is_indexed(&mut self, fields: &Fields, group: &str) -> bool {
-        if self.known_groups.contains(group) {
-            return true;
-        }
-        if self.known_groups.len() >= KNOWN_GROUPS {
-            self.known_groups.clear();
-        }
-        self.known_groups.insert(group.to_string());
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, term(fields.kind, KIND_GROUP)),
-            (Occur::Must, term(fields.id, group)),
-        ]);
-        let searcher = self.reader.searcher();
-        searcher
-            .search(&query, &tantivy::collector::Count)
-            .unwrap_or(0)
-            > 0
-    }
-
-    /// Commits what was added, with the checkpoint as payload, and reloads the reader.
-    pub fn commit(&mut self) -> Result<(), SearchError> {
-        if !self.dirty {
-            return Ok(());
-        }
-        let checkpoint = self.checkpoint.clone().unwrap_or_default();
-        let mut prepared = self.writer.prepare_commit()?;
-        prepared.set_payload(&checkpoint);
-        prepared.commit()?;
-        self.dirty = false;
-        self.reader.reload()?;
-        Ok(())
-    }
-
-    /// Commits, then stops the writer once its merges are done: nothing of this index is
-    /// written after this returns, so its directory may be renamed or removed.
-    pub fn close(mut self) -> Result<(), SearchError> {
-        self.commit()?;
-        self.writer.wait_merging_threads()?;
-        Ok(())
-    }
-
-    /// Stops the writer without committing what was added since the last commit.
-    pub fn discard(self) -> Result<(), SearchError> {
-        self.writer.wait_merging_threads()?;
-        Ok(())
-    }
-
-    /// Indexes every stored event of every organisation with an id after `from`, in id order
-    /// per organisation; `replace` as for `add_event`. Returns how many were indexed.
-    pub fn index_stored(
-        &mut self,
-        fields: &Fields,
-        store: &Store,
-        from: Option<&str>,
-        replace: bool,
-        mut progress: impl FnMut(u64),
-    ) -> Result<u64, StoreError> {
-        let orgs = store.read_blocking(crate::accounts::all_orgs)?;
-        let mut total = 0u64;
-        for org in orgs {
-            let org = org.id.to_string();
-            let mut after = from.map(str::to_string);
-            loop {
-                let batch = read_events(store, &org, after.as_deref(), None, CATCH_UP_BATCH)?;
-                let Some(last) = batch.last() else { break };
-                after = Some(last.id.to_string());
-                for event in &batch {
-                    self.add_event(fields, &org, event, replace);
-                }
-                total += batch.len() as u64;
-                progress(total);
-                if batch.len() < CATCH_UP_BATCH {
-                    break;
-                }
-            }
-        }
-        Ok(total)
-    }
-}
-
 /// The writer thread's state.
 pub struct Writer {
     fields: Fields,
@@ -206,6 +60,7 @@ pub struct Writer {
     current: Arc<RwLock<Arc<Opened>>>,
     store: Store,
     rebuild: Option<Rebuild>,
+    status: Arc<Status>,
 }
 
 impl Writer {
@@ -215,6 +70,7 @@ impl Writer {
         dir: PathBuf,
         current: Arc<RwLock<Arc<Opened>>>,
         store: Store,
+        status: Arc<Status>,
     ) -> Writer {
         Writer {
             fields,
@@ -224,26 +80,66 @@ impl Writer {
             current,
             store,
             rebuild: None,
+            status,
         }
     }
 
     /// Indexes every stored event after the checkpoint (minus the margin) again, replacing
-    /// what the index had, and commits. Returns how many were indexed.
-    pub fn catch_up(&mut self) -> Result<u64, SearchError> {
+    /// what the index had, and commits. Returns how many were indexed, or `None` when the
+    /// server began to stop first (nothing of it is committed then).
+    pub fn catch_up(&mut self) -> Result<Option<u64>, SearchError> {
         let from = self.live.checkpoint().map(margin_id);
         let replace = from.is_some();
-        let count =
+        let status = self.status.clone();
+        let indexed =
             self.live
-                .index_stored(&self.fields, &self.store, from.as_deref(), replace, |_| {})?;
-        self.caught_up_to = self.live.checkpoint.clone();
-        self.live.commit()?;
-        Ok(count)
+                .index_stored(&self.fields, &self.store, from.as_deref(), replace, |_| {
+                    !status.closing()
+                })?;
+        if indexed.is_some() {
+            self.caught_up_to = self.live.checkpoint().map(str::to_string);
+            self.live.commit()?;
+        }
+        Ok(indexed)
     }
 
-    /// The loop: add what arrives, commit once `COMMIT_INTERVAL` passed since the first
-    /// uncommitted document, step a rebuild between live messages, and commit a last time when
-    /// every sender is gone.
-    pub fn run(mut self, messages: Receiver<Message>) {
+    /// The catch-up at start, while the server serves; `false` when the server is stopping.
+    fn catch_up_at_start(&mut self) -> bool {
+        let started = Instant::now();
+        let go_on = match self.catch_up() {
+            Ok(Some(events)) => {
+                metrics::counter!("lookout_search_catch_up_events_total").increment(events);
+                tracing::info!(
+                    events,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "search index caught up with the store"
+                );
+                true
+            }
+            Ok(None) => {
+                tracing::info!(
+                    "search index catch-up interrupted by the stop; it resumes on the next start"
+                );
+                false
+            }
+            Err(error) => {
+                tracing::error!(%error, "search index catch-up failed: `lookout reindex` rebuilds the index");
+                true
+            }
+        };
+        self.status.set_catching_up(false);
+        go_on
+    }
+
+    /// The loop: catch up first when `catch_up`, then add what arrives, commit once
+    /// `COMMIT_INTERVAL` passed since the first uncommitted document, step a rebuild between
+    /// live messages, and commit a last time when every sender is gone.
+    pub fn run(mut self, catch_up: bool, messages: Receiver<Message>) {
+        if !catch_up {
+            metrics::counter!("lookout_search_catch_up_events_total").increment(0);
+        } else if !self.catch_up_at_start() {
+            return;
+        }
         let mut due: Option<Instant> = None;
         loop {
             if self.rebuild.is_some() {
@@ -253,7 +149,7 @@ impl Writer {
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Disconnected) => {
                             self.abandon_rebuild("the server is stopping");
-                            self.commit_live();
+                            self.commit_last();
                             return;
                         }
                     }
@@ -279,7 +175,7 @@ impl Writer {
                     due = None;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.commit_live();
+                    self.commit_last();
                     return;
                 }
             }
@@ -329,6 +225,21 @@ impl Writer {
         }
     }
 
+    /// The commit of a stop: complete when every event written was handed over.
+    fn commit_last(&mut self) {
+        let result = if self.status.nothing_missed() {
+            self.live.commit_complete()
+        } else {
+            tracing::info!(
+                "events written at the stop may have missed the search index: the next start catches up"
+            );
+            self.live.commit()
+        };
+        if let Err(error) = result {
+            tracing::error!(%error, "search index commit failed");
+        }
+    }
+
     /// One step of the rebuild; when it has read every event, the swap. `None` when the
     /// swap left no index to write to.
     fn step_rebuild(mut self) -> Option<Writer> {
@@ -373,6 +284,7 @@ impl Writer {
             dir,
             current,
             store,
+            status,
             ..
         } = self;
         let (indexed, reports) = (rebuild.done(), rebuild.reports());
@@ -410,6 +322,7 @@ impl Writer {
             current,
             store,
             rebuild: None,
+            status,
         })
     }
 }
@@ -431,38 +344,10 @@ fn reopen_caught_up(
 ) -> Result<(Target, Option<String>), SearchError> {
     let mut live = Target::new(super::open_index(dir)?)?;
     let from = live.checkpoint().map(margin_id);
-    live.index_stored(fields, store, from.as_deref(), from.is_some(), |_| {})?;
-    let caught_up_to = live.checkpoint.clone();
+    live.index_stored(fields, store, from.as_deref(), from.is_some(), |_| true)?;
+    let caught_up_to = live.checkpoint().map(str::to_string);
     live.commit()?;
     Ok((live, caught_up_to))
-}
-
-fn log<T>(result: tantivy::Result<T>) {
-    if let Err(error) = result {
-        tracing::error!(%error, "search indexing failed");
-    }
-}
-
-fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_text(field, text),
-        IndexRecordOption::Basic,
-    ))
-}
-
-/// The id `CATCH_UP_MARGIN_MS` before `checkpoint` (ids are ULIDs: time first).
-pub(super) fn margin_id(checkpoint: &str) -> String {
-    let ulid = checkpoint
-        .strip_prefix("evt_")
-        .and_then(|rest| ulid::Ulid::from_string(rest).ok());
-    match ulid {
-        Some(ulid) => {
-            let ms = ulid.timestamp_ms().saturating_sub(CATCH_UP_MARGIN_MS);
-            format!("evt_{}", ulid::Ulid::from_parts(ms, 0))
-        }
-        // An unreadable checkpoint: index everything again.
-        None => String::new(),
-    }
 }
 
 /// Up to `limit` events of `org` with ids after `after` (from the first without) and before

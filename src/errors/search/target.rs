@@ -1,0 +1,220 @@
+//! One index and its writer (`Target`): the live index, or the one a rebuild is building.
+//! It adds event and group documents, remembers the greatest event id added (the checkpoint)
+//! and commits with the payload of `checkpoint.rs`.
+//!
+//! Invariant: a group's document is added once, the first time one of its events is indexed
+//! (remembered, or looked up in the committed index).
+
+use std::collections::HashSet;
+
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+
+use super::SearchError;
+use super::checkpoint::{Payload, margin_id};
+use super::schema::{self, Fields, KIND_GROUP};
+use super::writer::read_events;
+use crate::errors::ErrorEvent;
+use crate::store::{Store, StoreError};
+
+/// Memory of the writer: tantivy needs at least 15 MB per indexing thread.
+const WRITER_HEAP_BYTES: usize = 32 * 1024 * 1024;
+/// Group ids remembered as indexed before the set is cleared (then the index is asked).
+const KNOWN_GROUPS: usize = 100_000;
+/// Events indexed per catch-up read transaction.
+const CATCH_UP_BATCH: usize = 5_000;
+
+/// One index and its writer: the live index, or the one a rebuild is building.
+pub struct Target {
+    pub index: Index,
+    pub reader: IndexReader,
+    writer: IndexWriter,
+    /// Greatest event id added (the next checkpoint).
+    checkpoint: Option<String>,
+    /// The last commit marked the index complete.
+    complete: bool,
+    known_groups: HashSet<String>,
+    dirty: bool,
+}
+
+impl Target {
+    pub fn new(index: Index) -> Result<Target, SearchError> {
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        let payload = Payload::parse(index.load_metas()?.payload.as_deref());
+        Ok(Target {
+            index,
+            reader,
+            writer,
+            checkpoint: payload.checkpoint,
+            complete: payload.complete,
+            known_groups: HashSet::new(),
+            dirty: false,
+        })
+    }
+
+    /// Whether the index was complete when opened; the mark is taken off in a commit at
+    /// once, so the index only says so again after a clean stop.
+    pub fn take_complete_mark(&mut self) -> Result<bool, SearchError> {
+        if !self.complete {
+            return Ok(false);
+        }
+        self.commit_payload(false)?;
+        Ok(true)
+    }
+
+    /// The last checkpoint (an event id), if any.
+    pub fn checkpoint(&self) -> Option<&str> {
+        self.checkpoint.as_deref()
+    }
+
+    /// Adds the event's document (and its group's, the first time); `replace` deletes a
+    /// document of the same id first, so an event indexed twice is found once.
+    pub fn add_event(&mut self, fields: &Fields, org: &str, event: &ErrorEvent, replace: bool) {
+        let id = event.id.as_str();
+        if replace {
+            self.writer
+                .delete_term(Term::from_field_text(fields.id, id));
+        }
+        if let Some(group) = &event.group_id
+            && let Some(stack) = &event.stack
+            && !self.group_is_indexed(fields, group)
+        {
+            let document = schema::group_document(fields, org, group, stack);
+            log(self.writer.add_document(document).map(drop));
+        }
+        let document = schema::event_document(fields, org, event);
+        log(self.writer.add_document(document).map(drop));
+        if self.checkpoint.as_deref().is_none_or(|seen| seen < id) {
+            self.checkpoint = Some(id.to_string());
+        }
+        self.dirty = true;
+    }
+
+    /// Whether the group has its document (remembered, or found in the committed index);
+    /// marks it as having one, since the caller adds it when it had none.
+    fn group_is_indexed(&mut self, fields: &Fields, group: &str) -> bool {
+        if self.known_groups.contains(group) {
+            return true;
+        }
+        if self.known_groups.len() >= KNOWN_GROUPS {
+            self.known_groups.clear();
+        }
+        self.known_groups.insert(group.to_string());
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, term(fields.kind, KIND_GROUP)),
+            (Occur::Must, term(fields.id, group)),
+        ]);
+        let searcher = self.reader.searcher();
+        searcher
+            .search(&query, &tantivy::collector::Count)
+            .unwrap_or(0)
+            > 0
+    }
+
+    /// Commits what was added, with the checkpoint as payload, and reloads the reader.
+    pub fn commit(&mut self) -> Result<(), SearchError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.commit_payload(false)
+    }
+
+    /// Commits what was added, marking the index complete: the last commit of a clean stop.
+    pub fn commit_complete(&mut self) -> Result<(), SearchError> {
+        self.commit_payload(true)
+    }
+
+    fn commit_payload(&mut self, complete: bool) -> Result<(), SearchError> {
+        let payload = Payload {
+            checkpoint: self.checkpoint.clone(),
+            complete,
+        };
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&payload.render());
+        prepared.commit()?;
+        self.dirty = false;
+        self.complete = complete;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Commits, then stops the writer once its merges are done: nothing of this index is
+    /// written after this returns, so its directory may be renamed or removed.
+    pub fn close(mut self) -> Result<(), SearchError> {
+        self.commit()?;
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    /// Stops the writer without committing what was added since the last commit.
+    pub fn discard(self) -> Result<(), SearchError> {
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    /// Whether redb holds an event a catch-up would index (one after the checkpoint minus the
+    /// margin): none on a fresh data dir, for one.
+    pub fn has_stored_after_checkpoint(&self, store: &Store) -> Result<bool, StoreError> {
+        let from = self.checkpoint().map(margin_id);
+        for org in store.read_blocking(crate::accounts::all_orgs)? {
+            let org = org.id.to_string();
+            if !read_events(store, &org, from.as_deref(), None, 1)?.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Indexes every stored event of every organisation with an id after `from`, in id order
+    /// per organisation; `replace` as for `add_event`. Returns how many were indexed, or
+    /// `None` when `go_on` (asked between reads) said to stop.
+    pub fn index_stored(
+        &mut self,
+        fields: &Fields,
+        store: &Store,
+        from: Option<&str>,
+        replace: bool,
+        mut go_on: impl FnMut(u64) -> bool,
+    ) -> Result<Option<u64>, StoreError> {
+        let orgs = store.read_blocking(crate::accounts::all_orgs)?;
+        let mut total = 0u64;
+        for org in orgs {
+            let org = org.id.to_string();
+            let mut after = from.map(str::to_string);
+            loop {
+                let batch = read_events(store, &org, after.as_deref(), None, CATCH_UP_BATCH)?;
+                let Some(last) = batch.last() else { break };
+                after = Some(last.id.to_string());
+                for event in &batch {
+                    self.add_event(fields, &org, event, replace);
+                }
+                total += batch.len() as u64;
+                if !go_on(total) {
+                    return Ok(None);
+                }
+                if batch.len() < CATCH_UP_BATCH {
+                    break;
+                }
+            }
+        }
+        Ok(Some(total))
+    }
+}
+
+fn log<T>(result: tantivy::Result<T>) {
+    if let Err(error) = result {
+        tracing::error!(%error, "search indexing failed");
+    }
+}
+
+fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::Basic,
+    ))
+}

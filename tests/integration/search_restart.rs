@@ -1,0 +1,127 @@
+//! A restart never waits for the search index: after a clean stop the index is complete and
+//! nothing is indexed again (counted by the server's own metric, not timed); after `kill -9`
+//! the server listens at once, `/healthz` says `"search":"catching_up"` while the writer
+//! indexes the tail it missed, and every acknowledged event is then found.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{TestServer, wait_for};
+use crate::http_basics::send;
+use crate::ingest_support::{accepted, ingest_server, owner_key, post, read};
+
+const EVENTS: usize = 100_000;
+const PER_REQUEST: usize = 2_000;
+const SENDERS: usize = 4;
+
+fn server() -> TestServer {
+    ingest_server(&[
+        ("WEB_INGEST_MAX_EVENTS", "10000"),
+        ("WEB_INGEST_MAX_BODY_BYTES", "4194304"),
+        ("WEB_INGEST_RATE_PER_MIN", "100000"),
+        ("API_RATE_PER_MIN", "100000"),
+    ])
+}
+
+/// One request's events: `count` of them, numbered from `first`, each with its number as a
+/// word of the message.
+fn batch(first: usize, count: usize) -> Value {
+    let events: Vec<Value> = (first..first + count)
+        .map(|n| {
+            json!({"level": "error", "name": "TypeError", "message": format!("restart probe n{n}"),
+                   "url": "https://app.example.com/checkout", "release": "4.0.0"})
+        })
+        .collect();
+    json!({ "events": events })
+}
+
+/// Sends `EVENTS` events from `SENDERS` threads, each request acknowledged.
+fn fill(server: &TestServer) {
+    std::thread::scope(|scope| {
+        for sender in 0..SENDERS {
+            scope.spawn(move || {
+                let mut first = sender * PER_REQUEST;
+                while first < EVENTS {
+                    let reply = accepted(&post(
+                        server,
+                        "/ingest/web-errors",
+                        &batch(first, PER_REQUEST),
+                    ));
+                    assert_eq!(reply["accepted"], PER_REQUEST, "{reply}");
+                    first += SENDERS * PER_REQUEST;
+                }
+            });
+        }
+    });
+}
+
+/// The value of a metric without labels, from `/metrics` (loopback needs no credentials).
+fn metric(server: &TestServer, name: &str) -> Option<f64> {
+    let reply = send(crate::harness::http().get(server.url("/metrics")));
+    assert_eq!(reply.status, 200);
+    String::from_utf8_lossy(&reply.body)
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+}
+
+fn health(server: &TestServer) -> Value {
+    send(crate::harness::http().get(server.url("/healthz"))).json()
+}
+
+fn found(server: &TestServer, key: &str, word: &str) -> u64 {
+    read(server, key, &format!("/api/v1/errors?q={word}&limit=1"))["total"]
+        .as_u64()
+        .expect("total")
+}
+
+#[test]
+fn a_clean_restart_indexes_nothing_again_and_a_crash_only_the_tail_in_the_background() {
+    let mut server = server();
+    let key = owner_key(&server);
+    fill(&server);
+    wait_for("the last event searchable", Duration::from_secs(30), || {
+        (found(&server, &key, "n99999") == 1).then_some(())
+    });
+
+    // A clean stop leaves the index complete: the next start catches up nothing.
+    server.restart();
+    assert_eq!(health(&server), json!({"status": "ok"}));
+    assert_eq!(metric(&server, "lookout_search_catching_up"), Some(0.0));
+    assert_eq!(
+        metric(&server, "lookout_search_catch_up_events_total"),
+        Some(0.0)
+    );
+    let log = server.log();
+    let this_start = log.rsplit("---- restart ----").next().unwrap_or_default();
+    assert!(!this_start.contains("search index caught up"), "{log}");
+    for word in ["n0", "n54321", "n99999"] {
+        assert_eq!(found(&server, &key, word), 1, "{word}");
+    }
+    // Every event is in the index once (the search counts them exactly).
+    assert_eq!(found(&server, &key, "probe"), EVENTS as u64);
+
+    // kill -9 right after an acknowledged batch: the next start serves at once and indexes
+    // only the tail from the checkpoint, in the background.
+    accepted(&post(&server, "/ingest/web-errors", &batch(EVENTS, 10)));
+    server.kill9();
+    server.restart();
+    let body = health(&server);
+    assert_eq!(body["status"], "ok", "{body}");
+    wait_for("the catch-up to end", Duration::from_secs(60), || {
+        health(&server).get("search").is_none().then_some(())
+    });
+    let caught_up = metric(&server, "lookout_search_catch_up_events_total").expect("counted");
+    assert!(
+        (10.0..=(EVENTS + 10) as f64).contains(&caught_up),
+        "caught up {caught_up}"
+    );
+    assert_eq!(found(&server, &key, &format!("n{}", EVENTS + 9)), 1);
+    assert_eq!(found(&server, &key, "probe"), EVENTS as u64 + 10);
+}
