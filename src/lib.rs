@@ -15,6 +15,7 @@ pub mod errors;
 pub mod http;
 pub mod ingest;
 pub mod notify;
+pub mod scim;
 pub mod secrets;
 pub mod server;
 pub mod store;

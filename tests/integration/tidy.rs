@@ -115,8 +115,20 @@ fn api_routes_are_never_mounted_around_the_openapi_router() {
 }
 
 /// The capabilities (one folder each under `src/`).
-const CAPABILITIES: [&str; 8] = [
-    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify",
+const CAPABILITIES: [&str; 9] = [
+    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify", "scim",
+];
+
+/// The modules above the capabilities (the composition root and the command line) and the
+/// loose files beside them.
+const UPPER_AND_LOOSE: [&str; 7] = [
+    "server.rs",
+    "cli",
+    "config",
+    "clock.rs",
+    "systemd.rs",
+    "lib.rs",
+    "main.rs",
 ];
 
 /// The layers below every capability: they know none.
@@ -133,6 +145,7 @@ const ALLOWED_ARROWS: &[(&str, &[&str])] = &[
     ("errors", &["accounts", "alerting", "auth"]),
     ("ingest", &["accounts", "alerting", "auth", "errors"]),
     ("notify", &["accounts", "auth"]),
+    ("scim", &["accounts", "auth"]),
 ];
 
 /// The top-level modules of the crate a piece of code names (`crate::x…` and
@@ -199,6 +212,22 @@ fn dependencies_flow_one_way() {
                 );
             }
         }
+    }
+}
+
+/// Every folder and file under `src/` is a capability, a lower layer or above them, so none
+/// escapes the arrow checks.
+#[test]
+fn every_module_has_its_place_in_the_layers() {
+    for (path, _) in sources() {
+        let top = path.split('/').next().unwrap_or("");
+        assert!(
+            CAPABILITIES.contains(&top)
+                || LOWER_LAYERS.contains(&top)
+                || UPPER_AND_LOOSE.contains(&top),
+            "src/{path}: {top} is neither a capability, a lower layer nor above them \
+             (tests/integration/tidy.rs CAPABILITIES, LOWER_LAYERS, UPPER_AND_LOOSE)"
+        );
     }
 }
 

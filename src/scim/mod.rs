@@ -1,0 +1,11 @@
+//! SCIM 2.0 provisioning (RFC 7643/7644, CONTRACT section 7) for organisations on the
+//! enterprise plan: identity providers create, change, deactivate and delete members and their
+//! roles under `/scim/v2` with a SCIM token.
+//!
+//! Protocol pieces: `protocol.rs` (media type, error body, list windows), `filter.rs` (the
+//! `eq` filters providers send), `patch.rs` (PatchOp bodies), `user.rs` (the User resource).
+
+pub mod filter;
+pub mod patch;
+pub mod protocol;
+pub mod user;
