@@ -3,9 +3,15 @@
 //! roles under `/scim/v2` with a SCIM token.
 //!
 //! Protocol pieces: `protocol.rs` (media type, error body, list windows), `filter.rs` (the
-//! `eq` filters providers send), `patch.rs` (PatchOp bodies), `user.rs` (the User resource).
+//! `eq` filters providers send), `patch.rs` (PatchOp bodies), `user.rs` (the User resource);
+//! records in `model.rs` (tokens, provisioned users) and their tables in `db.rs`.
 
+pub mod access;
+pub mod api_tokens;
+pub mod db;
+pub mod discovery;
 pub mod filter;
+pub mod model;
 pub mod patch;
 pub mod protocol;
 pub mod user;

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 14;
+pub const CURRENT_VERSION: u32 = 15;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -103,6 +103,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 14,
         description: "agent metric history",
         apply: create_agent_metrics_table,
+    },
+    Migration {
+        version: 15,
+        description: "SCIM token and provisioned user tables",
+        apply: create_scim_tables,
     },
 ];
 
@@ -374,6 +379,13 @@ fn create_session_spans_table(txn: &WriteTransaction) -> Result<(), StoreError> 
 
 fn create_agent_metrics_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::AGENT_METRICS))?;
+    Ok(())
+}
+
+fn create_scim_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::SCIM_TOKENS))?;
+    txn.open_table(record_table(tables::SCIM_USERS))?;
+    txn.open_table(IndexTable::new(tables::SCIM_TOKEN_DIGESTS).definition())?;
     Ok(())
 }
 

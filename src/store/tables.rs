@@ -147,6 +147,9 @@ pub const ALL: &[TableSpec] = &[
     bytes(SPIKE_STATES),
     text(SESSION_SPANS),
     bytes(AGENT_METRICS),
+    bytes(SCIM_TOKENS),
+    text(SCIM_TOKEN_DIGESTS),
+    bytes(SCIM_USERS),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -279,6 +282,15 @@ pub const SESSION_SPANS: &str = "orgid_sessionid_traceid_spanid";
 /// `{org_id}/{agent_id}/{minute, ms since epoch, 20 digits}` -> the last heartbeat's figures of
 /// that minute; kept 24 hours.
 pub const AGENT_METRICS: &str = "orgid_agentid_minute_metrics";
+
+// SCIM provisioning (schema 15).
+
+/// `{org_id}/{token_id}` -> SCIM token (without its secret).
+pub const SCIM_TOKENS: &str = "orgid_tokenid_scimtoken";
+/// SHA-256 of a SCIM token's secret (hex) -> `{org_id}/{token_id}`.
+pub const SCIM_TOKEN_DIGESTS: &str = "scimdigest_orgid_tokenid";
+/// `{org_id}/{user_id}` -> what the identity provider said about a member it provisioned.
+pub const SCIM_USERS: &str = "orgid_userid_scimuser";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {
