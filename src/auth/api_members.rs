@@ -30,7 +30,8 @@ use crate::auth::audit;
 use crate::auth::revocation::Revocations;
 use crate::auth::{Admin, Auth, Viewer};
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::{Store, StoreError};
 
@@ -98,12 +99,6 @@ pub struct MemberResponse {
     pub invite_expires_at: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MemberList {
-    pub items: Vec<MemberResponse>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddMemberRequest {
@@ -146,13 +141,13 @@ fn parse_user_id(text: &str) -> Result<UserId, ApiError> {
 #[utoipa::path(get, path = "/api/v1/orgs/me/members", tag = "members",
     params(("limit" = Option<usize>, Query, description = "1 to 500, default 50"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = MemberList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<MemberResponse>),
+        problems::Invalid))]
 async fn list_members(
     State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<MemberList>, ApiError> {
+) -> Result<Json<Page<MemberResponse>>, ApiError> {
     let after = page.cursor_as(UserId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let rows = store
@@ -166,9 +161,11 @@ async fn list_members(
                 .collect::<Result<Vec<_>, StoreError>>()
         })
         .await?;
-    let next_cursor = (rows.len() > limit).then(|| rows[limit - 1].membership.user_id.to_string());
-    let items = rows.iter().take(limit).map(member_view).collect();
-    Ok(Json(MemberList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |row| row.membership.user_id.to_string(),
+        member_view,
+    )))
 }
 
 /// Adds a member. A new user gets the given password, or an invitation link without one; an
@@ -176,7 +173,7 @@ async fn list_members(
 /// either way.
 #[utoipa::path(post, path = "/api/v1/orgs/me/members", tag = "members", request_body = AddMemberRequest,
     responses((status = 201, body = MemberResponse),
-        (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 403, description = "forbidden: admins add members and viewers only", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_member", body = Problem, content_type = "application/problem+json")))]
 async fn add_member(
@@ -236,8 +233,8 @@ async fn add_member(
 #[utoipa::path(patch, path = "/api/v1/orgs/me/members/{user_id}", tag = "members", request_body = ChangeRoleRequest,
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 200, body = MemberResponse),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
+        problems::NotFound,
         (status = 409, description = "last_owner", body = Problem, content_type = "application/problem+json")))]
 async fn change_role(
     State(auth): State<Auth>,
@@ -294,8 +291,8 @@ async fn change_role(
 #[utoipa::path(delete, path = "/api/v1/orgs/me/members/{user_id}", tag = "members",
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 204),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
+        problems::NotFound,
         (status = 409, description = "last_owner", body = Problem, content_type = "application/problem+json")))]
 async fn remove_member(
     State(auth): State<Auth>,
@@ -344,7 +341,7 @@ async fn remove_member(
 #[utoipa::path(delete, path = "/api/v1/orgs/me/members/{user_id}/two-factor", tag = "members",
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 204),
-        (status = 403, description = "forbidden, also when the account has not joined yet or belongs to another organisation too (the operator resets it from the command line)", body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
         (status = 404, description = "no such member, or no second factor to reset", body = Problem, content_type = "application/problem+json")))]
 async fn reset_two_factor(
     State(auth): State<Auth>,

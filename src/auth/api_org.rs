@@ -22,6 +22,7 @@ use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
 use crate::clock::Clock;
 use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -117,8 +118,8 @@ async fn get_settings(
 /// Renames the organisation and turns two-factor enforcement on or off; omitted fields stay.
 #[utoipa::path(patch, path = "/api/v1/orgs/me/settings", tag = "org settings", request_body = SettingsPatch,
     responses((status = 200, body = OrgSettings),
-        (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
+        problems::Forbidden,
         (status = 409, description = "org_name_taken", body = Problem, content_type = "application/problem+json")))]
 async fn patch_settings(
     State(store): State<Store>,
@@ -172,7 +173,7 @@ async fn patch_settings(
 /// The organisation's IP allowlist.
 #[utoipa::path(get, path = "/api/v1/orgs/me/ip-allowlist", tag = "org settings",
     responses((status = 200, body = IpAllowlist),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+        problems::Forbidden))]
 async fn get_ip_allowlist(
     State(store): State<Store>,
     Admin(caller): Admin,
@@ -186,8 +187,8 @@ async fn get_ip_allowlist(
 /// Replaces the IP allowlist; an empty list turns it off.
 #[utoipa::path(put, path = "/api/v1/orgs/me/ip-allowlist", tag = "org settings", request_body = PutIpAllowlist,
     responses((status = 200, body = IpAllowlist),
-        (status = 400, description = "invalid_payload: an entry is not an address or CIDR", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
+        problems::Forbidden,
         (status = 409, description = "would_lock_out: the list excludes your own address; send force to save anyway", body = Problem, content_type = "application/problem+json")))]
 async fn put_ip_allowlist(
     State(store): State<Store>,

@@ -19,7 +19,8 @@ use super::payload::{Event, EventExtra, render};
 use super::{Notify, db, guard};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::StoreError;
 
@@ -92,12 +93,6 @@ pub struct ChannelResponse {
     pub dead_letters: usize,
     pub created_at: String,
     pub updated_at: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ChannelList {
-    pub items: Vec<ChannelResponse>,
-    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -230,12 +225,12 @@ async fn create_channel(
 /// Lists the organisation's channels.
 #[utoipa::path(get, path = "/api/v1/channels", tag = "channels",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ChannelList)))]
+    responses((status = 200, body = Page<ChannelResponse>)))]
 async fn list_channels(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<ChannelList>, ApiError> {
+) -> Result<Json<Page<ChannelResponse>>, ApiError> {
     let after = page.cursor_as(ChannelId::parse)?;
     let (org, limit) = (caller.org_id, page.limit);
     let rows = notify
@@ -244,13 +239,17 @@ async fn list_channels(
             // One more row than asked for tells whether a next page exists.
             let mut rows = Vec::new();
             for channel in db::channels_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
-                rows.push(channel_view(&channel, db::dead_count(txn, &channel.id)?));
+                let dead_letters = db::dead_count(txn, &channel.id)?;
+                rows.push((channel, dead_letters));
             }
             Ok::<_, StoreError>(rows)
         })
         .await?;
-    let (items, next_cursor) = page.split(rows, |view| view.id.clone());
-    Ok(Json(ChannelList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |(channel, _)| channel.id.to_string(),
+        |(channel, dead_letters)| channel_view(channel, *dead_letters),
+    )))
 }
 
 pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {
@@ -260,7 +259,7 @@ pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {
 /// One channel.
 #[utoipa::path(get, path = "/api/v1/channels/{id}", tag = "channels",
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 200, body = ChannelResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ChannelResponse), problems::NotFound))]
 async fn get_channel(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
@@ -286,7 +285,7 @@ async fn get_channel(
 /// Changes a channel; enabling it again clears `disabled_reason`.
 #[utoipa::path(patch, path = "/api/v1/channels/{id}", tag = "channels", request_body = UpdateChannelRequest,
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 200, body = ChannelResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ChannelResponse), problems::NotFound))]
 async fn update_channel(
     State(notify): State<Notify>,
     Admin(caller): Admin,
@@ -358,7 +357,7 @@ async fn update_channel(
 /// Deletes a channel; its queued deliveries are cancelled, its log stays readable by id.
 #[utoipa::path(delete, path = "/api/v1/channels/{id}", tag = "channels",
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_channel(
     State(notify): State<Notify>,
     Admin(caller): Admin,
