@@ -18,8 +18,8 @@ use utoipa_axum::routes;
 
 use super::allowlist::{self, AllowlistError, NotAdmitted};
 use super::{Admin, Auth, Viewer, audit};
-use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
+use crate::accounts::{self, AccountsError};
 use crate::clock::Clock;
 use crate::http::error::Problem;
 use crate::http::problems;
@@ -139,8 +139,10 @@ async fn patch_settings(
     let (org_id, actor) = (caller.org_id.clone(), caller.actor());
     let org = store
         .write(move |txn| {
-            let mut org = accounts::get_org(txn, &org_id)?
-                .ok_or_else(|| ApiError::not_found("organisation"))?;
+            // A missing organisation is a value here: the closure's errors are storage's.
+            let Some(mut org) = accounts::get_org(txn, &org_id)? else {
+                return Ok(None);
+            };
             let mut detail = serde_json::Map::new();
             if let Some(name) = name.clone().filter(|name| *name != org.name) {
                 detail.insert("name".into(), json!({"from": org.name, "to": name}));
@@ -164,9 +166,10 @@ async fn patch_settings(
                     now,
                 )?;
             }
-            Ok::<_, ApiError>(org)
+            Ok::<_, AccountsError>(Some(org))
         })
-        .await?;
+        .await?
+        .ok_or_else(|| ApiError::not_found("organisation"))?;
     Ok(Json(settings_view(&org)))
 }
 
@@ -210,8 +213,9 @@ async fn put_ip_allowlist(
     let (org_id, actor, forced) = (caller.org_id.clone(), caller.actor(), request.force);
     let org = store
         .write(move |txn| {
-            let mut org = accounts::get_org(txn, &org_id)?
-                .ok_or_else(|| ApiError::not_found("organisation"))?;
+            let Some(mut org) = accounts::get_org(txn, &org_id)? else {
+                return Ok(None);
+            };
             if org.ip_allowlist != networks {
                 let detail = json!({
                     "from": allowlist::to_strings(&org.ip_allowlist),
@@ -230,9 +234,10 @@ async fn put_ip_allowlist(
                     now,
                 )?;
             }
-            Ok::<_, ApiError>(org)
+            Ok::<_, AccountsError>(Some(org))
         })
-        .await?;
+        .await?
+        .ok_or_else(|| ApiError::not_found("organisation"))?;
     Ok(Json(IpAllowlist {
         cidrs: allowlist::to_strings(&org.ip_allowlist),
     }))

@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 
 use super::model::{Channel, ChannelId, valid_filter};
 use super::payload::{Event, EventExtra, render};
-use super::{Notify, db, guard};
+use super::{Notify, NotifyError, db, guard};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
@@ -113,6 +113,19 @@ pub(crate) fn channel_view(channel: &Channel, dead_letters: usize) -> ChannelRes
         dead_letters,
         created_at: channel.created_at.to_rfc3339(),
         updated_at: channel.updated_at.to_rfc3339(),
+    }
+}
+
+impl From<NotifyError> for ApiError {
+    fn from(error: NotifyError) -> Self {
+        let detail = error.to_string();
+        match error {
+            NotifyError::ChannelNotFound | NotifyError::DeliveryNotFound => {
+                ApiError::new(ErrorCode::NotFound, detail)
+            }
+            NotifyError::ChannelDisabled => ApiError::new(ErrorCode::ChannelDisabled, detail),
+            NotifyError::DeliveryNotDead => ApiError::new(ErrorCode::DeliveryNotDead, detail),
+        }
     }
 }
 
@@ -423,13 +436,10 @@ async fn test_channel(
         .store()
         .write(move |txn| {
             let Some(channel) = db::channel_of_org(txn, &org, &id)? else {
-                return Ok::<_, StoreError>(Err(ApiError::not_found("channel")));
+                return Ok::<_, StoreError>(Err(NotifyError::ChannelNotFound));
             };
             if !channel.enabled {
-                return Ok(Err(ApiError::new(
-                    ErrorCode::ChannelDisabled,
-                    "enable the channel before testing it",
-                )));
+                return Ok(Err(NotifyError::ChannelDisabled));
             }
             Ok(Ok(super::enqueue(txn, &channel, "test", &body, now)?))
         })

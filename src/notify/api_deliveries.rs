@@ -15,15 +15,15 @@ use utoipa_axum::routes;
 
 use super::api::parse_channel_id;
 use super::model::{ChannelId, Delivery, DeliveryId, DeliveryState};
-use super::{Notify, db};
+use super::{Notify, NotifyError, db};
 use crate::accounts::model::OrgId;
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
+use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::query::{filters, newest_first, parameter_error};
-use crate::http::{ApiError, ErrorCode};
 use crate::store::{ReadTxn, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -268,11 +268,10 @@ async fn retry_delivery(
         .store()
         .write(move |txn| {
             let Some(current) = db::get_delivery(txn, &id)? else {
-                return Ok::<_, StoreError>(Err(ApiError::not_found("delivery")));
+                return Ok::<_, StoreError>(Err(NotifyError::DeliveryNotFound));
             };
             if current.state != DeliveryState::Dead {
-                let detail = "only a delivery in the dead-letter queue can be retried";
-                return Ok(Err(ApiError::new(ErrorCode::DeliveryNotDead, detail)));
+                return Ok(Err(NotifyError::DeliveryNotDead));
             }
             super::redrive(txn, &current, now)?;
             let target = Some(current.id.as_str());
