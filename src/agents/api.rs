@@ -19,10 +19,11 @@ use super::protocol::HostMetrics;
 use super::{Agents, db};
 use crate::auth::token_flow::{self, TokenFlow};
 use crate::auth::{Admin, Auth, Viewer};
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::{ApiError, ApiJson};
+use crate::store::Store;
 
 /// Enrolment tokens: no prefix (the agent sends the bare token), audited as
 /// `agent.enrolment_token.*` with their name.
@@ -38,6 +39,8 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
     Agents: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -129,12 +132,13 @@ pub(crate) fn agent_view(agents: &Agents, agent: &Agent) -> AgentResponse {
     responses((status = 201, body = CreatedEnrolmentTokenResponse),
         problems::Forbidden))]
 async fn create_token(
-    State(agents): State<Agents>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateEnrolmentTokenRequest>,
 ) -> Result<(StatusCode, Json<CreatedEnrolmentTokenResponse>), ApiError> {
     let name = token_flow::valid_name(&request.name)?;
-    let now = agents.clock().now();
+    let now = clock.now();
     let token = EnrolmentToken {
         id: EnrolmentTokenId::generate(),
         org_id: caller.org_id.clone(),
@@ -146,7 +150,7 @@ async fn create_token(
     };
     let minted = crate::secrets::mint("");
     let token = TOKENS
-        .create(agents.store(), &caller, token, minted.digest, now)
+        .create(&store, &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -164,13 +168,13 @@ async fn create_token(
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = Page<EnrolmentTokenResponse>)))]
 async fn list_tokens(
-    State(agents): State<Agents>,
+    State(store): State<Store>,
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<Page<EnrolmentTokenResponse>>, ApiError> {
     let (rows, next_cursor) = TOKENS
         .page(
-            agents.store(),
+            &store,
             &page,
             &caller.org_id,
             EnrolmentTokenId::parse,

@@ -22,12 +22,13 @@ use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
     Notify: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -240,14 +241,13 @@ async fn create_channel(
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = Page<ChannelResponse>)))]
 async fn list_channels(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<Page<ChannelResponse>>, ApiError> {
     let after = page.cursor_as(ChannelId::parse)?;
     let (org, limit) = (caller.org_id, page.limit);
-    let rows = notify
-        .store()
+    let rows = store
         .read(move |txn| {
             // One more row than asked for tells whether a next page exists.
             let mut rows = Vec::new();
@@ -274,14 +274,13 @@ pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {
     params(("id" = String, Path, description = "channel id")),
     responses((status = 200, body = ChannelResponse), problems::NotFound))]
 async fn get_channel(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<ChannelResponse>, ApiError> {
     let id = parse_channel_id(&id)?;
     let org = caller.org_id;
-    let view = notify
-        .store()
+    let view = store
         .read(move |txn| {
             let Some(channel) = db::channel_of_org(txn, &org, &id)? else {
                 return Ok::<_, StoreError>(None);

@@ -24,12 +24,13 @@ use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::query::{filters, newest_first, parameter_error};
-use crate::store::{ReadTxn, StoreError};
+use crate::store::{ReadTxn, Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
     Notify: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -123,7 +124,7 @@ fn cursor_of(page: &PageRequest) -> Result<Option<String>, ApiError> {
         problems::Invalid,
         problems::NotFound))]
 async fn channel_deliveries(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
@@ -133,8 +134,7 @@ async fn channel_deliveries(
     let after = cursor_of(&page)?;
     let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id, page.limit);
-    let found = notify
-        .store()
+    let found = store
         .read(move |txn| {
             if db::channel_of_org(txn, &org, &id)?.is_none() {
                 return Ok::<_, StoreError>(None);
@@ -200,7 +200,7 @@ fn dead_of_org(
         problems::Invalid,
         problems::NotFound))]
 async fn dead_deliveries(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
@@ -214,8 +214,7 @@ async fn dead_deliveries(
     };
     let (org, limit) = (caller.org_id, page.limit);
     // One row more than asked tells whether another page follows.
-    let rows = notify
-        .store()
+    let rows = store
         .read(move |txn| match &channel {
             None => dead_of_org(txn, &org, after.as_deref(), limit + 1).map(Some),
             Some(id) => match db::channel_of_org(txn, &org, id)? {
