@@ -12,6 +12,7 @@ use super::model::{Org, Plan, Role, User};
 use super::{AccountsError, CreatedUser, setup};
 use crate::clock::Clock;
 use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -122,10 +123,10 @@ async fn setup_status(State(store): State<Store>) -> Result<Json<SetupStatus>, A
 #[utoipa::path(post, path = "/api/v1/setup", tag = "setup", request_body = SetupRequest,
     responses(
         (status = 201, body = SetupResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "wrong token", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
+        problems::Unauthenticated,
         (status = 409, description = "setup already completed", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "storage unavailable", body = Problem, content_type = "application/problem+json"),
+        problems::Unavailable,
     ))]
 async fn complete_setup(
     State(store): State<Store>,

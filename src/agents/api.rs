@@ -19,10 +19,11 @@ use super::protocol::HostMetrics;
 use super::{Agents, db};
 use crate::auth::token_flow::{self, TokenFlow};
 use crate::auth::{Admin, Auth, Viewer};
-use crate::clock::Timestamp;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::clock::{Clock, Timestamp};
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson};
+use crate::store::Store;
 
 /// Enrolment tokens: no prefix (the agent sends the bare token), audited as
 /// `agent.enrolment_token.*` with their name.
@@ -38,6 +39,8 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
     Agents: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -73,12 +76,6 @@ pub struct EnrolmentTokenResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct EnrolmentTokenList {
-    pub items: Vec<EnrolmentTokenResponse>,
-    pub next_cursor: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct AgentResponse {
     pub id: String,
     pub name: String,
@@ -94,12 +91,6 @@ pub struct AgentResponse {
     pub shell_enabled: bool,
     pub enrolment_token_id: String,
     pub created_at: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AgentList {
-    pub items: Vec<AgentResponse>,
-    pub next_cursor: Option<String>,
 }
 
 fn token_view(token: &EnrolmentToken) -> EnrolmentTokenResponse {
@@ -139,14 +130,15 @@ pub(crate) fn agent_view(agents: &Agents, agent: &Agent) -> AgentResponse {
 #[utoipa::path(post, path = "/api/v1/agents/enrolment-tokens", tag = "agents",
     request_body = CreateEnrolmentTokenRequest,
     responses((status = 201, body = CreatedEnrolmentTokenResponse),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+        problems::Forbidden))]
 async fn create_token(
-    State(agents): State<Agents>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateEnrolmentTokenRequest>,
 ) -> Result<(StatusCode, Json<CreatedEnrolmentTokenResponse>), ApiError> {
     let name = token_flow::valid_name(&request.name)?;
-    let now = agents.clock().now();
+    let now = clock.now();
     let token = EnrolmentToken {
         id: EnrolmentTokenId::generate(),
         org_id: caller.org_id.clone(),
@@ -158,7 +150,7 @@ async fn create_token(
     };
     let minted = crate::secrets::mint("");
     let token = TOKENS
-        .create(agents.store(), &caller, token, minted.digest, now)
+        .create(&store, &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -174,31 +166,29 @@ async fn create_token(
 /// Lists the organisation's enrolment tokens with their last use, without secrets.
 #[utoipa::path(get, path = "/api/v1/agents/enrolment-tokens", tag = "agents",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = EnrolmentTokenList)))]
+    responses((status = 200, body = Page<EnrolmentTokenResponse>)))]
 async fn list_tokens(
-    State(agents): State<Agents>,
+    State(store): State<Store>,
     Admin(caller): Admin,
     page: PageRequest,
-) -> Result<Json<EnrolmentTokenList>, ApiError> {
+) -> Result<Json<Page<EnrolmentTokenResponse>>, ApiError> {
     let (rows, next_cursor) = TOKENS
         .page(
-            agents.store(),
+            &store,
             &page,
             &caller.org_id,
             EnrolmentTokenId::parse,
             |_, _| Ok(()),
         )
         .await?;
-    Ok(Json(EnrolmentTokenList {
-        items: rows.iter().map(|(token, ())| token_view(token)).collect(),
-        next_cursor,
-    }))
+    let items = rows.iter().map(|(token, ())| token_view(token)).collect();
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Revokes an enrolment token: agents using it are disconnected and cannot connect again.
 #[utoipa::path(delete, path = "/api/v1/agents/enrolment-tokens/{id}", tag = "agents",
     params(("id" = String, Path, description = "enrolment token id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn revoke_token(
     State(agents): State<Agents>,
     Admin(caller): Admin,
@@ -215,12 +205,12 @@ async fn revoke_token(
 /// Lists the organisation's agents, oldest first.
 #[utoipa::path(get, path = "/api/v1/agents", tag = "agents",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = AgentList)))]
+    responses((status = 200, body = Page<AgentResponse>)))]
 async fn list_agents(
     State(agents): State<Agents>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<AgentList>, ApiError> {
+) -> Result<Json<Page<AgentResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(AgentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
@@ -229,20 +219,17 @@ async fn list_agents(
         .store()
         .read(move |txn| db::agents_of_org(txn, &org, after.as_ref(), limit + 1))
         .await?;
-    let (rows, next_cursor) = page.split(rows, |agent| agent.id.to_string());
-    Ok(Json(AgentList {
-        items: rows
-            .iter()
-            .map(|agent| agent_view(&agents, agent))
-            .collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |agent| agent.id.to_string(),
+        |agent| agent_view(&agents, agent),
+    )))
 }
 
 /// One agent.
 #[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "agent id")),
-    responses((status = 200, body = AgentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = AgentResponse), problems::NotFound))]
 async fn get_agent(
     State(agents): State<Agents>,
     Viewer(caller): Viewer,

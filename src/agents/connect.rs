@@ -22,7 +22,7 @@ use super::model::{self, Agent, AgentId, EnrolmentToken};
 use super::protocol::{self, AgentMessage, HostMetrics, ServerMessage};
 use super::{Agents, db};
 use crate::auth::audit::{self, Actor};
-use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ErrorCode};
 
 /// Initial read and write buffer of one agent connection.
@@ -46,7 +46,7 @@ where
 /// The agent's websocket. Send `Authorization: Bearer <enrolment token>`; see docs/agents.md.
 #[utoipa::path(get, path = "/api/v1/agent/connect", tag = "agents",
     responses((status = 101, description = "switching to the agent protocol"),
-        (status = 401, description = "missing, unknown or revoked enrolment token", body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated))]
 async fn connect(
     State(agents): State<Agents>,
     headers: HeaderMap,

@@ -17,7 +17,7 @@ use super::protocol::HostMetrics;
 use super::{Agents, db};
 use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
-use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error, time_filter};
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -61,8 +61,8 @@ fn point_view(point: MetricPoint) -> MetricPointResponse {
         ("from" = Option<String>, Query, description = "RFC 3339 or epoch ms; default 24 hours ago"),
         ("to" = Option<String>, Query, description = "RFC 3339 or epoch ms, exclusive; default now")),
     responses((status = 200, body = MetricHistory),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::NotFound))]
 async fn metric_history(
     State(agents): State<Agents>,
     Viewer(caller): Viewer,

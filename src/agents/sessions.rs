@@ -21,8 +21,8 @@ use crate::accounts;
 use crate::auth::{Admin, Auth};
 use crate::clock::Timestamp;
 use crate::http::ApiError;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::store::StoreError;
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -53,14 +53,8 @@ pub struct ShellSessionResponse {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ShellSessionList {
-    pub items: Vec<ShellSessionResponse>,
-    pub next_cursor: Option<String>,
-}
-
 fn session_view(
-    session: ShellSession,
+    session: &ShellSession,
     emails: &HashMap<accounts::model::UserId, String>,
 ) -> ShellSessionResponse {
     ShellSessionResponse {
@@ -68,12 +62,12 @@ fn session_view(
         agent_id: session.agent_id.to_string(),
         user_email: emails.get(&session.user_id).cloned(),
         user_id: session.user_id.to_string(),
-        ip: session.ip,
+        ip: session.ip.clone(),
         started_at: session.started_at.to_rfc3339(),
         ended_at: session.ended_at.map(Timestamp::to_rfc3339),
         bytes_to_shell: session.bytes_to_shell,
         bytes_from_shell: session.bytes_from_shell,
-        reason: session.reason,
+        reason: session.reason.clone(),
     }
 }
 
@@ -82,16 +76,16 @@ fn session_view(
     params(("id" = String, Path, description = "agent id"),
         ("limit" = Option<usize>, Query, description = "1 to 500, default 50"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = ShellSessionList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<ShellSessionResponse>),
+        problems::Invalid,
+        problems::Forbidden,
+        problems::NotFound))]
 async fn list_sessions(
     State(agents): State<Agents>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     page: PageRequest,
-) -> Result<Json<ShellSessionList>, ApiError> {
+) -> Result<Json<Page<ShellSessionResponse>>, ApiError> {
     let before = page.cursor_as(ShellSessionId::parse)?;
     let agent = super::api::find_agent(&agents, &caller.org_id, &id).await?;
     let limit = page.limit;
@@ -117,11 +111,9 @@ async fn list_sessions(
             Ok::<_, StoreError>((sessions, emails))
         })
         .await?;
-    let next_cursor = (sessions.len() > limit).then(|| sessions[limit - 1].id.to_string());
-    let items = sessions
-        .into_iter()
-        .take(limit)
-        .map(|session| session_view(session, &emails))
-        .collect();
-    Ok(Json(ShellSessionList { items, next_cursor }))
+    Ok(Json(page.answer(
+        sessions,
+        |session| session.id.to_string(),
+        |session| session_view(session, &emails),
+    )))
 }

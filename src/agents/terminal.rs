@@ -39,6 +39,7 @@ use crate::auth::audit::{self, Actor};
 use crate::auth::{Admin, Auth};
 use crate::http::error::Problem;
 use crate::http::extract::ClientAddr;
+use crate::http::problems;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::StoreError;
 
@@ -66,7 +67,7 @@ pub struct ShellTicketResponse {
 #[utoipa::path(post, path = "/api/v1/agents/{id}/shell/ticket", tag = "agents",
     params(("id" = String, Path, description = "agent id")),
     responses((status = 200, body = ShellTicketResponse),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::NotFound))]
 async fn create_ticket(
     State(agents): State<Agents>,
     Admin(caller): Admin,
@@ -125,7 +126,7 @@ async fn create_ticket(
         ("ticket" = String, Query, description = "a ticket from POST /api/v1/agents/{id}/shell/ticket")),
     responses((status = 101, description = "switching to the terminal"),
         (status = 401, description = "used, expired or foreign ticket, or its user is no longer an admin here or was logged out everywhere", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "cross-site Origin", body = Problem, content_type = "application/problem+json")))]
+        problems::Forbidden))]
 async fn open_terminal(
     State(agents): State<Agents>,
     State(auth): State<Auth>,

@@ -24,8 +24,8 @@ use super::{Admin, Auth, db};
 use crate::accounts;
 use crate::accounts::model::UserId;
 use crate::http::ApiError;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error, time_filter};
 use crate::store::{Store, StoreError};
 
@@ -53,12 +53,6 @@ pub struct AuditItem {
     /// Action-specific facts, e.g. `{"from":"member","to":"viewer"}`.
     #[schema(value_type = Object)]
     pub detail: serde_json::Value,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditList {
-    pub items: Vec<AuditItem>,
-    pub next_cursor: Option<String>,
 }
 
 fn item(event: AuditEvent, emails: &HashMap<UserId, String>) -> AuditItem {
@@ -136,15 +130,15 @@ impl EventMatch {
         ("action" = Option<String>, Query, description = "one action (`member.removed`), or a family ending in `.*` (`api_key.*`)"),
         ("from" = Option<String>, Query, description = "at or after (RFC 3339 or epoch ms)"),
         ("to" = Option<String>, Query, description = "before (RFC 3339 or epoch ms)")),
-    responses((status = 200, body = AuditList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<AuditItem>),
+        problems::Invalid,
+        problems::Forbidden))]
 async fn list_audit_events(
     State(store): State<Store>,
     Admin(caller): Admin,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<AuditList>, ApiError> {
+) -> Result<Json<Page<AuditItem>>, ApiError> {
     let filters = filters(query.as_deref(), &["actor", "action", "from", "to"])?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let matching = EventMatch::read(&filters)?;
@@ -193,5 +187,5 @@ async fn list_audit_events(
         .into_iter()
         .map(|event| item(event, &emails))
         .collect();
-    Ok(Json(AuditList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }

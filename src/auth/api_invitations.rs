@@ -28,6 +28,7 @@ use crate::auth::revocation::Revocations;
 use crate::auth::{Auth, Caller};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ClientAddr, ErrorCode};
 use crate::store::{ReadTxn, StoreError};
 
@@ -129,9 +130,9 @@ fn open_invitation(
 /// is and joins. The invitation works once.
 #[utoipa::path(post, path = "/api/v1/auth/invitations/accept", tag = "members", request_body = AcceptInvitationRequest,
     responses((status = 200, description = "accepted: the account is a member", body = InvitationAccepted),
-        (status = 400, description = "invalid_payload (e.g. a short password)", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 401, description = "invalid_invitation; invalid_credentials or invalid_code when an existing account did not prove who it is", body = Problem, content_type = "application/problem+json"),
-        (status = 423, description = "account_locked: too many failed attempts", body = Problem, content_type = "application/problem+json")))]
+        problems::Locked))]
 async fn accept_invitation(
     State(auth): State<Auth>,
     ClientAddr(client): ClientAddr,

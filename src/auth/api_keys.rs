@@ -21,8 +21,8 @@ use super::{Admin, Auth, db};
 use crate::accounts;
 use crate::accounts::model::Role;
 use crate::clock::{Clock, Timestamp};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -85,12 +85,6 @@ pub struct CreatedKeyResponse {
     pub expires_at: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct KeyList {
-    pub items: Vec<KeyResponse>,
-    pub next_cursor: Option<String>,
-}
-
 /// `last_used`: the later of the stored instant and one noted since the last flush.
 fn key_view(key: &ApiKey, role: Option<Role>, last_used: Option<Timestamp>) -> KeyResponse {
     KeyResponse {
@@ -109,7 +103,7 @@ fn key_view(key: &ApiKey, role: Option<Role>, last_used: Option<Timestamp>) -> K
 /// Creates an API key for the calling admin; the secret is in this response only.
 #[utoipa::path(post, path = "/api/v1/orgs/me/api-keys", tag = "api keys", request_body = CreateKeyRequest,
     responses((status = 201, body = CreatedKeyResponse),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+        problems::Forbidden))]
 async fn create_key(
     State(store): State<Store>,
     State(clock): State<Clock>,
@@ -169,12 +163,12 @@ async fn create_key(
 /// Lists the organisation's API keys, without secrets, oldest first, one page at a time.
 #[utoipa::path(get, path = "/api/v1/orgs/me/api-keys", tag = "api keys",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = KeyList)))]
+    responses((status = 200, body = Page<KeyResponse>)))]
 async fn list_keys(
     State(auth): State<Auth>,
     Admin(caller): Admin,
     page: PageRequest,
-) -> Result<Json<KeyList>, ApiError> {
+) -> Result<Json<Page<KeyResponse>>, ApiError> {
     // Each key with its issuer's current role, read in the same transaction.
     let (rows, next_cursor) = KEYS
         .page(
@@ -193,13 +187,13 @@ async fn list_keys(
         .iter()
         .map(|(key, role)| key_view(key, *role, usage.unwritten(&key.id)))
         .collect();
-    Ok(Json(KeyList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Revokes a key; the next request with it is refused.
 #[utoipa::path(delete, path = "/api/v1/orgs/me/api-keys/{id}", tag = "api keys",
     params(("id" = String, Path, description = "key id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn revoke_key(
     State(store): State<Store>,
     State(clock): State<Clock>,

@@ -20,17 +20,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::members::{
-    AddMember, MemberError, MemberRow, add_member_txn, authorize_change,
-    authorize_credential_change, hash_password,
+    AddMember, Change, Changed, MemberError, MemberOfOrg, MemberRow, add_member_txn,
+    authorize_credential_change, change_member, hash_password,
 };
 use crate::accounts;
 use crate::accounts::model::{Role, UserId, normalize_email};
 use crate::accounts::roles::{self, MemberChange, Refusal};
-use crate::auth::audit;
-use crate::auth::revocation::Revocations;
-use crate::auth::{Admin, Auth, Viewer};
+use crate::auth::{Admin, Auth, Caller, Viewer};
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::{Store, StoreError};
 
@@ -62,6 +61,7 @@ impl From<MemberError> for ApiError {
         match error {
             MemberError::NoLongerMember => ApiError::new(ErrorCode::Forbidden, detail),
             MemberError::MemberNotFound => ApiError::new(ErrorCode::NotFound, detail),
+            MemberError::NoSecondFactor => ApiError::new(ErrorCode::NotFound, detail),
             MemberError::Refused(refusal) => ApiError::from(refusal),
             MemberError::AlreadyMember(_) => ApiError::new(ErrorCode::AlreadyMember, detail),
             MemberError::InvalidPassword(input) => {
@@ -96,12 +96,6 @@ pub struct MemberResponse {
     pub invite_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invite_expires_at: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MemberList {
-    pub items: Vec<MemberResponse>,
-    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -146,13 +140,13 @@ fn parse_user_id(text: &str) -> Result<UserId, ApiError> {
 #[utoipa::path(get, path = "/api/v1/orgs/me/members", tag = "members",
     params(("limit" = Option<usize>, Query, description = "1 to 500, default 50"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = MemberList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<MemberResponse>),
+        problems::Invalid))]
 async fn list_members(
     State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<MemberList>, ApiError> {
+) -> Result<Json<Page<MemberResponse>>, ApiError> {
     let after = page.cursor_as(UserId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     let rows = store
@@ -166,9 +160,11 @@ async fn list_members(
                 .collect::<Result<Vec<_>, StoreError>>()
         })
         .await?;
-    let next_cursor = (rows.len() > limit).then(|| rows[limit - 1].membership.user_id.to_string());
-    let items = rows.iter().take(limit).map(member_view).collect();
-    Ok(Json(MemberList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |row| row.membership.user_id.to_string(),
+        member_view,
+    )))
 }
 
 /// Adds a member. A new user gets the given password, or an invitation link without one; an
@@ -176,7 +172,7 @@ async fn list_members(
 /// either way.
 #[utoipa::path(post, path = "/api/v1/orgs/me/members", tag = "members", request_body = AddMemberRequest,
     responses((status = 201, body = MemberResponse),
-        (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 403, description = "forbidden: admins add members and viewers only", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "already_member", body = Problem, content_type = "application/problem+json")))]
 async fn add_member(
@@ -236,8 +232,8 @@ async fn add_member(
 #[utoipa::path(patch, path = "/api/v1/orgs/me/members/{user_id}", tag = "members", request_body = ChangeRoleRequest,
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 200, body = MemberResponse),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
+        problems::NotFound,
         (status = 409, description = "last_owner", body = Problem, content_type = "application/problem+json")))]
 async fn change_role(
     State(auth): State<Auth>,
@@ -245,97 +241,85 @@ async fn change_role(
     Path(user_id): Path<String>,
     ApiJson(request): ApiJson<ChangeRoleRequest>,
 ) -> Result<Json<MemberResponse>, ApiError> {
-    let target = parse_user_id(&user_id)?;
-    // The cutoff instant is read inside the transaction, on the writer thread: a sign-in that
-    // reads the old role just before the commit yet is issued after the cutoff would outlive
-    // the change, and reading the instant here shrinks that window to the commit itself.
-    let clock = auth.clock().clone();
-    let (org, actor, actor_id, new_role) = (
-        caller.org_id.clone(),
-        caller.actor(),
-        caller.user_id.clone(),
-        request.role,
-    );
-    let written_target = target.clone();
-    let (row, cutoff) = auth
-        .store()
-        .write(move |txn| {
-            let now = clock.now();
-            let change = MemberChange::SetRole(new_role);
-            let mut membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
+    let new_role = request.role;
+    let target = member_of_org(&caller, &user_id, MemberChange::SetRole(new_role))?;
+    let changed = change_member(
+        auth.store(),
+        auth.clock(),
+        target,
+        move |txn, mut membership, _| {
             let old_role = membership.role;
             if old_role == new_role {
-                return Ok::<_, ApiError>((MemberRow::read(txn, membership)?, None));
+                return Ok(Change::Unchanged(MemberRow::read(txn, membership)?));
             }
             membership.role = new_role;
             accounts::insert_membership(txn, &membership)?;
-            Revocations::write_user_logout(txn, &written_target, now)?;
-            let detail = json!({"from": old_role, "to": new_role});
-            let target_text = Some(written_target.as_str());
-            audit::record(
-                txn,
-                Some(&org),
-                &actor,
-                "member.role_changed",
-                target_text,
-                detail,
-                now,
-            )?;
-            Ok((MemberRow::read(txn, membership)?, Some(now)))
-        })
-        .await?;
-    if let Some(cutoff) = cutoff {
-        auth.revocations().note_user_logout(&target, cutoff);
+            Ok(Change::Made {
+                action: "member.role_changed",
+                detail: json!({"from": old_role, "to": new_role}),
+                ends_sessions: true,
+                answer: MemberRow::read(txn, membership)?,
+            })
+        },
+    )
+    .await?;
+    note_logout(&auth, &changed);
+    Ok(Json(member_view(&changed.answer)))
+}
+
+/// The target of an admin's `change` to the member `user_id` of the caller's organisation.
+fn member_of_org(
+    caller: &Caller,
+    user_id: &str,
+    change: MemberChange,
+) -> Result<MemberOfOrg, ApiError> {
+    Ok(MemberOfOrg {
+        org: caller.org_id.clone(),
+        actor: caller.actor(),
+        actor_id: caller.user_id.clone(),
+        member: parse_user_id(user_id)?,
+        change,
+    })
+}
+
+/// Notes a change's session cutoff in the running server's memory, after its commit.
+fn note_logout<T>(auth: &Auth, changed: &Changed<T>) {
+    if let Some((user, cutoff)) = &changed.sessions_ended_at {
+        auth.revocations().note_user_logout(user, *cutoff);
     }
-    Ok(Json(member_view(&row)))
 }
 
 /// Removes a member from the organisation; its sessions end and its API keys here are revoked.
 #[utoipa::path(delete, path = "/api/v1/orgs/me/members/{user_id}", tag = "members",
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 204),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
+        problems::NotFound,
         (status = 409, description = "last_owner", body = Problem, content_type = "application/problem+json")))]
 async fn remove_member(
     State(auth): State<Auth>,
     Admin(caller): Admin,
     Path(user_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let target = parse_user_id(&user_id)?;
-    // The cutoff instant is read inside the transaction (see `change_role`).
-    let clock = auth.clock().clone();
-    let (org, actor, actor_id) = (
-        caller.org_id.clone(),
-        caller.actor(),
-        caller.user_id.clone(),
-    );
-    let written_target = target.clone();
-    let cutoff = auth
-        .store()
-        .write(move |txn| {
-            let now = clock.now();
-            let membership =
-                authorize_change(txn, &org, &actor_id, &written_target, MemberChange::Remove)?;
-            accounts::remove_membership(txn, &org, &written_target)?;
-            let revoked_keys =
-                super::db::revoke_api_keys_of_member(txn, &org, &written_target, now)?;
-            Revocations::write_user_logout(txn, &written_target, now)?;
-            let detail = json!({"role": membership.role, "api_keys_revoked": revoked_keys});
-            let target_text = Some(written_target.as_str());
-            audit::record(
-                txn,
-                Some(&org),
-                &actor,
-                "member.removed",
-                target_text,
-                detail,
-                now,
-            )?;
-            Ok::<_, ApiError>(now)
-        })
-        .await?;
-    auth.revocations().note_user_logout(&target, cutoff);
+    let target = member_of_org(&caller, &user_id, MemberChange::Remove)?;
+    let changed = change_member(
+        auth.store(),
+        auth.clock(),
+        target,
+        |txn, membership, now| {
+            let (org, member) = (&membership.org_id, &membership.user_id);
+            accounts::remove_membership(txn, org, member)?;
+            let revoked_keys = super::db::revoke_api_keys_of_member(txn, org, member, now)?;
+            Ok(Change::Made {
+                action: "member.removed",
+                detail: json!({"role": membership.role, "api_keys_revoked": revoked_keys}),
+                ends_sessions: true,
+                answer: (),
+            })
+        },
+    )
+    .await?;
+    note_logout(&auth, &changed);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -344,49 +328,28 @@ async fn remove_member(
 #[utoipa::path(delete, path = "/api/v1/orgs/me/members/{user_id}/two-factor", tag = "members",
     params(("user_id" = String, Path, description = "the member's user id")),
     responses((status = 204),
-        (status = 403, description = "forbidden, also when the account has not joined yet or belongs to another organisation too (the operator resets it from the command line)", body = Problem, content_type = "application/problem+json"),
+        problems::Forbidden,
         (status = 404, description = "no such member, or no second factor to reset", body = Problem, content_type = "application/problem+json")))]
 async fn reset_two_factor(
     State(auth): State<Auth>,
     Admin(caller): Admin,
     Path(user_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let target = parse_user_id(&user_id)?;
-    // The cutoff instant is read inside the transaction (see `change_role`).
-    let clock = auth.clock().clone();
-    let (org, actor, actor_id) = (
-        caller.org_id.clone(),
-        caller.actor(),
-        caller.user_id.clone(),
-    );
-    let written_target = target.clone();
-    let cutoff = auth
-        .store()
-        .write(move |txn| {
-            let now = clock.now();
-            let change = MemberChange::ResetTwoFactor;
-            let membership = authorize_change(txn, &org, &actor_id, &written_target, change)?;
-            authorize_credential_change(txn, membership)?;
-            if !super::db::remove_two_factor(txn, &written_target)? {
-                return Err(ApiError::new(
-                    ErrorCode::NotFound,
-                    "this member has no second factor to reset",
-                ));
-            }
-            Revocations::write_user_logout(txn, &written_target, now)?;
-            let target_text = Some(written_target.as_str());
-            audit::record(
-                txn,
-                Some(&org),
-                &actor,
-                "two_factor.reset",
-                target_text,
-                json!({}),
-                now,
-            )?;
-            Ok::<_, ApiError>(now)
+    let target = member_of_org(&caller, &user_id, MemberChange::ResetTwoFactor)?;
+    let changed = change_member(auth.store(), auth.clock(), target, |txn, membership, _| {
+        let member = membership.user_id.clone();
+        authorize_credential_change(txn, membership)?;
+        if !super::db::remove_two_factor(txn, &member)? {
+            return Err(MemberError::NoSecondFactor);
+        }
+        Ok(Change::Made {
+            action: "two_factor.reset",
+            detail: json!({}),
+            ends_sessions: true,
+            answer: (),
         })
-        .await?;
-    auth.revocations().note_user_logout(&target, cutoff);
+    })
+    .await?;
+    note_logout(&auth, &changed);
     Ok(StatusCode::NO_CONTENT)
 }

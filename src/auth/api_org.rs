@@ -18,10 +18,11 @@ use utoipa_axum::routes;
 
 use super::allowlist::{self, AllowlistError, NotAdmitted};
 use super::{Admin, Auth, Viewer, audit};
-use crate::accounts;
 use crate::accounts::model::{Org, OrgId, normalize_org_name};
+use crate::accounts::{self, AccountsError};
 use crate::clock::Clock;
 use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -117,8 +118,8 @@ async fn get_settings(
 /// Renames the organisation and turns two-factor enforcement on or off; omitted fields stay.
 #[utoipa::path(patch, path = "/api/v1/orgs/me/settings", tag = "org settings", request_body = SettingsPatch,
     responses((status = 200, body = OrgSettings),
-        (status = 400, description = "invalid_payload", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
+        problems::Forbidden,
         (status = 409, description = "org_name_taken", body = Problem, content_type = "application/problem+json")))]
 async fn patch_settings(
     State(store): State<Store>,
@@ -138,8 +139,10 @@ async fn patch_settings(
     let (org_id, actor) = (caller.org_id.clone(), caller.actor());
     let org = store
         .write(move |txn| {
-            let mut org = accounts::get_org(txn, &org_id)?
-                .ok_or_else(|| ApiError::not_found("organisation"))?;
+            // A missing organisation is a value here: the closure's errors are storage's.
+            let Some(mut org) = accounts::get_org(txn, &org_id)? else {
+                return Ok(None);
+            };
             let mut detail = serde_json::Map::new();
             if let Some(name) = name.clone().filter(|name| *name != org.name) {
                 detail.insert("name".into(), json!({"from": org.name, "to": name}));
@@ -163,16 +166,17 @@ async fn patch_settings(
                     now,
                 )?;
             }
-            Ok::<_, ApiError>(org)
+            Ok::<_, AccountsError>(Some(org))
         })
-        .await?;
+        .await?
+        .ok_or_else(|| ApiError::not_found("organisation"))?;
     Ok(Json(settings_view(&org)))
 }
 
 /// The organisation's IP allowlist.
 #[utoipa::path(get, path = "/api/v1/orgs/me/ip-allowlist", tag = "org settings",
     responses((status = 200, body = IpAllowlist),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json")))]
+        problems::Forbidden))]
 async fn get_ip_allowlist(
     State(store): State<Store>,
     Admin(caller): Admin,
@@ -186,8 +190,8 @@ async fn get_ip_allowlist(
 /// Replaces the IP allowlist; an empty list turns it off.
 #[utoipa::path(put, path = "/api/v1/orgs/me/ip-allowlist", tag = "org settings", request_body = PutIpAllowlist,
     responses((status = 200, body = IpAllowlist),
-        (status = 400, description = "invalid_payload: an entry is not an address or CIDR", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
+        problems::Forbidden,
         (status = 409, description = "would_lock_out: the list excludes your own address; send force to save anyway", body = Problem, content_type = "application/problem+json")))]
 async fn put_ip_allowlist(
     State(store): State<Store>,
@@ -209,8 +213,9 @@ async fn put_ip_allowlist(
     let (org_id, actor, forced) = (caller.org_id.clone(), caller.actor(), request.force);
     let org = store
         .write(move |txn| {
-            let mut org = accounts::get_org(txn, &org_id)?
-                .ok_or_else(|| ApiError::not_found("organisation"))?;
+            let Some(mut org) = accounts::get_org(txn, &org_id)? else {
+                return Ok(None);
+            };
             if org.ip_allowlist != networks {
                 let detail = json!({
                     "from": allowlist::to_strings(&org.ip_allowlist),
@@ -229,9 +234,10 @@ async fn put_ip_allowlist(
                     now,
                 )?;
             }
-            Ok::<_, ApiError>(org)
+            Ok::<_, AccountsError>(Some(org))
         })
-        .await?;
+        .await?
+        .ok_or_else(|| ApiError::not_found("organisation"))?;
     Ok(Json(IpAllowlist {
         cidrs: allowlist::to_strings(&org.ip_allowlist),
     }))

@@ -26,8 +26,8 @@ use super::revocation::Revocations;
 use super::{Auth, Caller, Credential, audit, db, login};
 use crate::accounts;
 use crate::accounts::model::{Membership, Org, OrgId, Role};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::{Store, StoreError};
 
@@ -47,12 +47,6 @@ pub struct OwnOrg {
     pub id: String,
     pub name: String,
     pub role: Role,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OwnOrgList {
-    pub items: Vec<OwnOrg>,
-    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -86,12 +80,12 @@ fn own_orgs(
 /// The organisations the caller belongs to, with the caller's role in each.
 #[utoipa::path(get, path = "/api/v1/auth/orgs", tag = "auth",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "joined organisations; an API key lists its own only", body = OwnOrgList)))]
+    responses((status = 200, description = "joined organisations; an API key lists its own only", body = Page<OwnOrg>)))]
 async fn list_own_orgs(
     State(store): State<Store>,
     caller: Caller,
     page: PageRequest,
-) -> Result<Json<OwnOrgList>, ApiError> {
+) -> Result<Json<Page<OwnOrg>>, ApiError> {
     let orgs = store.read(move |txn| own_orgs(txn, &caller)).await?;
     let (orgs, next_cursor) = page.of_sorted(orgs, |(org, _)| org.id.to_string());
     let items = orgs
@@ -102,16 +96,16 @@ async fn list_own_orgs(
             role: membership.role,
         })
         .collect();
-    Ok(Json(OwnOrgList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Signs the caller in to another of its organisations and ends the current session.
 #[utoipa::path(post, path = "/api/v1/auth/switch-org", tag = "auth", request_body = SwitchOrgRequest,
     responses(
         (status = 200, description = "signed in to that organisation (cookies set), as a sign-in answers", body = SessionResponse),
-        (status = 401, description = "session_revoked: this session was already exchanged or ended", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "forbidden (an API key cannot switch), ip_not_allowed (the target's allowlist) or csrf_failed", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "not_found: not a member (or only invited) of that organisation", body = Problem, content_type = "application/problem+json"),
+        problems::Unauthenticated,
+        problems::Forbidden,
+        problems::NotFound,
     ))]
 async fn switch_org(
     State(auth): State<Auth>,

@@ -22,6 +22,7 @@ use super::{Auth, CSRF_COOKIE, Caller, LOGIN_COOKIE, SESSION_COOKIE, db};
 use crate::accounts;
 use crate::accounts::model::{Plan, Role};
 use crate::http::error::Problem;
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, BodyRules, ClientAddr, ErrorCode};
 use crate::secrets::password;
 use crate::store::{Store, StoreError};
@@ -209,9 +210,9 @@ pub(super) fn session_response(auth: &Auth, signed: SignedIn) -> Response {
         (status = 200, description = "signed in (cookies set), or a second factor is required", body = SessionResponse),
         (status = 400, description = "invalid_email: not an address, or over 254 bytes", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "invalid_credentials", body = Problem, content_type = "application/problem+json"),
-        (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "body_too_large: over 8 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "overloaded: too many passwords being checked (Retry-After)", body = Problem, content_type = "application/problem+json"),
+        problems::Locked,
+        problems::TooLarge,
+        problems::Unavailable,
     ))]
 async fn login_handler(
     State(auth): State<Auth>,
@@ -258,8 +259,8 @@ pub struct CompleteRequest {
     responses(
         (status = 200, body = SessionResponse),
         (status = 401, description = "invalid_code or a bad login token", body = Problem, content_type = "application/problem+json"),
-        (status = 423, description = "account_locked", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "body_too_large: over 8 KiB", body = Problem, content_type = "application/problem+json"),
+        problems::Locked,
+        problems::TooLarge,
     ))]
 async fn complete_second_factor(
     State(auth): State<Auth>,
@@ -376,7 +377,7 @@ pub struct PasswordChange {
 /// (RegisterUserLogout), this one included.
 #[utoipa::path(post, path = "/api/v1/auth/password", tag = "auth", request_body = PasswordChange,
     responses((status = 204),
-        (status = 400, description = "the new password is too short or too long", body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 401, description = "invalid_credentials: the current password is wrong", body = Problem, content_type = "application/problem+json")))]
 async fn change_password(
     State(auth): State<Auth>,

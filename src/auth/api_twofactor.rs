@@ -57,17 +57,21 @@ async fn two_factor_setup(
     let secret = enrolment.secret.clone();
     let email = store
         .write(move |txn| {
+            // Already on is a value here (nothing is written): the closure's errors are storage's.
             if db::two_factor_enabled(txn, &user_id)? {
-                return Err(ApiError::new(
-                    ErrorCode::TwoFactorAlreadyEnabled,
-                    "two-factor authentication is already on",
-                ));
+                return Ok::<_, StoreError>(None);
             }
             db::put_two_factor(txn, &user_id, &enrolment)?;
             let user = accounts::get_user(txn, &user_id)?;
-            Ok(user.map(|u| u.email).unwrap_or_default())
+            Ok(Some(user.map(|u| u.email).unwrap_or_default()))
         })
-        .await?;
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::TwoFactorAlreadyEnabled,
+                "two-factor authentication is already on",
+            )
+        })?;
     let otpauth_uri = totp::otpauth_uri(&secret, &email)
         .ok_or_else(|| ApiError::internal("cannot build the otpauth uri"))?;
     let qr_svg = totp::qr_svg(&otpauth_uri)

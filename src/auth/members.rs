@@ -10,7 +10,7 @@
 //! membership anywhere) gets the password an admin chose.
 
 use redb::WriteTransaction;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::accounts::model::{
     InvalidInput, Invitation, Membership, OrgId, Role, User, UserId, validate_password,
@@ -18,9 +18,10 @@ use crate::accounts::model::{
 use crate::accounts::roles::{self, MemberChange, Refusal};
 use crate::accounts::{self, AccountsError};
 use crate::auth::audit::{self, Actor};
-use crate::clock::Timestamp;
+use crate::auth::revocation::Revocations;
+use crate::clock::{Clock, Timestamp};
 use crate::secrets::hashing_pool::HashingError;
-use crate::store::{ReadTxn, StoreError};
+use crate::store::{ReadTxn, Store, StoreError};
 
 /// Why a member operation refused or failed; `api_members.rs` maps it to a problem.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +34,9 @@ pub enum MemberError {
     MemberNotFound,
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// The member has no second factor to reset (404).
+    #[error("this member has no second factor to reset")]
+    NoSecondFactor,
     /// The e-mail is a member of the org or invited to it already (409).
     #[error("{0} is already a member or invited; change the role instead")]
     AlreadyMember(String),
@@ -243,4 +247,142 @@ fn already_in_org(txn: &WriteTransaction, org: &OrgId, email: &str) -> Result<bo
     Ok(pending
         .iter()
         .any(|membership| membership.invitee_email.as_deref() == Some(email)))
+}
+
+/// Whose account a member change reaches, how it is found and authorised, and where its audit
+/// entries go: an org admin's change to a member (`MemberOfOrg`) or the operator's to an
+/// account (`operator::AccountByEmail`).
+pub trait ChangeTarget: Send + 'static {
+    /// What the change acts on, loaded inside its transaction.
+    type Subject;
+    type Error: From<StoreError> + Send + 'static;
+    /// Loads the subject and refuses a change the actor may not make.
+    fn load(&self, txn: &WriteTransaction) -> Result<Self::Subject, Self::Error>;
+    /// The account whose sessions end and which the audit entries name.
+    fn user_id(subject: &Self::Subject) -> UserId;
+    /// The audit entries of the change.
+    fn record(
+        &self,
+        txn: &WriteTransaction,
+        user: &UserId,
+        action: &str,
+        detail: &Value,
+        now: Timestamp,
+    ) -> Result<(), Self::Error>;
+}
+
+/// What a member change did inside its transaction.
+pub enum Change<T> {
+    /// Nothing to write (a role set to the one held): no audit entry, sessions go on.
+    Unchanged(T),
+    /// Written: recorded as `action` with `detail`; `ends_sessions` writes RegisterUserLogout.
+    Made {
+        action: &'static str,
+        detail: Value,
+        ends_sessions: bool,
+        answer: T,
+    },
+}
+
+/// The result of `change_member` after its commit.
+pub struct Changed<T> {
+    pub answer: T,
+    /// The account's sessions ended at this instant (RegisterUserLogout), when they did: the
+    /// caller notes it in the running server's memory.
+    pub sessions_ended_at: Option<(UserId, Timestamp)>,
+}
+
+/// One change to a member or an account, framed as every such change is: in one write, the
+/// target is loaded and authorised (`ChangeTarget::load`), `apply` makes the change, and when it
+/// made one, the RegisterUserLogout it asks for and its audit entries commit with it.
+///
+/// The instant is read inside the transaction, on the writer thread: a sign-in that reads the
+/// old state just before the commit yet is issued after the cutoff would outlive the change,
+/// and reading it there shrinks that window to the commit itself.
+pub async fn change_member<W, T, F>(
+    store: &Store,
+    clock: &Clock,
+    target: W,
+    mut apply: F,
+) -> Result<Changed<T>, W::Error>
+where
+    W: ChangeTarget,
+    T: Send + 'static,
+    F: FnMut(&WriteTransaction, W::Subject, Timestamp) -> Result<Change<T>, W::Error>
+        + Send
+        + 'static,
+{
+    let clock = clock.clone();
+    store
+        .write(move |txn| {
+            let now = clock.now();
+            let subject = target.load(txn)?;
+            let user = W::user_id(&subject);
+            match apply(txn, subject, now)? {
+                Change::Unchanged(answer) => Ok(Changed {
+                    answer,
+                    sessions_ended_at: None,
+                }),
+                Change::Made {
+                    action,
+                    detail,
+                    ends_sessions,
+                    answer,
+                } => {
+                    if ends_sessions {
+                        Revocations::write_user_logout(txn, &user, now)?;
+                    }
+                    target.record(txn, &user, action, &detail, now)?;
+                    Ok(Changed {
+                        answer,
+                        sessions_ended_at: ends_sessions.then_some((user, now)),
+                    })
+                }
+            }
+        })
+        .await
+}
+
+/// An org admin's change to a member of the org: the membership is found in the actor's org,
+/// and the change is checked against the actor's stored role and the last-owner rule.
+pub struct MemberOfOrg {
+    pub org: OrgId,
+    pub actor: Actor,
+    pub actor_id: UserId,
+    pub member: UserId,
+    pub change: MemberChange,
+}
+
+impl ChangeTarget for MemberOfOrg {
+    type Subject = Membership;
+    type Error = MemberError;
+
+    fn load(&self, txn: &WriteTransaction) -> Result<Membership, MemberError> {
+        authorize_change(txn, &self.org, &self.actor_id, &self.member, self.change)
+    }
+
+    fn user_id(membership: &Membership) -> UserId {
+        membership.user_id.clone()
+    }
+
+    fn record(
+        &self,
+        txn: &WriteTransaction,
+        user: &UserId,
+        action: &str,
+        detail: &Value,
+        now: Timestamp,
+    ) -> Result<(), MemberError> {
+        let target = Some(user.as_str());
+        audit::record(
+            txn,
+            Some(&self.org),
+            &self.actor,
+            action,
+            target,
+            detail.clone(),
+            now,
+        )?;
+        Ok(())
+    }
 }

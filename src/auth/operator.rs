@@ -5,7 +5,8 @@
 //! organisation alone (`roles::check_credential_change`).
 //!
 //! Invariants: each change, its RegisterUserLogout (password, second factor, disable) and its
-//! audit entries commit in one write; the entry goes to the audit log of every organisation the
+//! audit entries commit in one write (`members::change_member`, the frame of every member
+//! change); the entry goes to the audit log of every organisation the
 //! account belongs to (under no organisation when it has none), so each org's admins see what
 //! the operator did to their member. The caller notes the returned cutoff in the running
 //! server's memory after the commit (`admin::execute`).
@@ -13,10 +14,10 @@
 use redb::WriteTransaction;
 use serde_json::{Value, json};
 
-use crate::accounts::model::{User, normalize_email};
+use crate::accounts::model::{User, UserId, normalize_email};
 use crate::accounts::{self, AccountsError, hash_new_password};
 use crate::auth::audit::{self, Actor};
-use crate::auth::revocation::Revocations;
+use crate::auth::members::{Change, ChangeTarget, Changed, change_member};
 use crate::clock::{Clock, Timestamp};
 use crate::store::Store;
 
@@ -37,17 +38,15 @@ pub async fn reset_password(
     email: &str,
     password: String,
 ) -> Result<Recovered, AccountsError> {
-    let email = normalize_email(email)?;
+    let target = AccountByEmail::parse(email)?;
     let password_hash = hash_new_password(password).await?;
-    let now = clock.now();
-    store
-        .write(move |txn| {
-            let mut user = account(txn, &email)?;
-            user.password_hash = password_hash.clone();
-            accounts::update_user(txn, &user)?;
-            end_sessions_and_record(txn, user, "user.password_reset", json!({}), now)
-        })
-        .await
+    let changed = change_member(store, clock, target, move |txn, mut user, _| {
+        user.password_hash = password_hash.clone();
+        accounts::update_user(txn, &user)?;
+        Ok(ending_sessions("user.password_reset", json!({}), user))
+    })
+    .await?;
+    Ok(recovered(changed))
 }
 
 /// Removes the second factor, if any; every session of the account ends.
@@ -56,35 +55,31 @@ pub async fn reset_two_factor(
     clock: &Clock,
     email: &str,
 ) -> Result<Recovered, AccountsError> {
-    let email = normalize_email(email)?;
-    let now = clock.now();
-    store
-        .write(move |txn| {
-            let user = account(txn, &email)?;
-            let removed = super::db::remove_two_factor(txn, &user.id)?;
-            let detail = json!({"two_factor_removed": removed});
-            end_sessions_and_record(txn, user, "two_factor.reset", detail, now)
-        })
-        .await
+    let target = AccountByEmail::parse(email)?;
+    let changed = change_member(store, clock, target, |txn, user, _| {
+        let removed = super::db::remove_two_factor(txn, &user.id)?;
+        let detail = json!({"two_factor_removed": removed});
+        Ok(ending_sessions("two_factor.reset", detail, user))
+    })
+    .await?;
+    Ok(recovered(changed))
 }
 
 /// Forgets the failed sign-ins of the account and lifts its lock; sessions go on.
 pub async fn unlock(store: &Store, clock: &Clock, email: &str) -> Result<Recovered, AccountsError> {
-    let email = normalize_email(email)?;
-    let now = clock.now();
-    store
-        .write(move |txn| {
-            let user = account(txn, &email)?;
-            let cleared = super::db::clear_login_state(txn, &user.email)?;
-            let detail = json!({"login_state_cleared": cleared});
-            record_everywhere(txn, &user, "login.unlocked", &detail, now)?;
-            Ok(Recovered {
-                user,
-                sessions_ended_at: None,
-                detail,
-            })
+    let target = AccountByEmail::parse(email)?;
+    let changed = change_member(store, clock, target, |txn, user, _| {
+        let cleared = super::db::clear_login_state(txn, &user.email)?;
+        let detail = json!({"login_state_cleared": cleared});
+        Ok(Change::Made {
+            action: "login.unlocked",
+            detail: detail.clone(),
+            ends_sessions: false,
+            answer: (user, detail),
         })
-        .await
+    })
+    .await?;
+    Ok(recovered(changed))
 }
 
 /// Disables the account: it signs in no more, every session ends and every API key it issued
@@ -94,79 +89,105 @@ pub async fn disable(
     clock: &Clock,
     email: &str,
 ) -> Result<Recovered, AccountsError> {
-    let email = normalize_email(email)?;
-    let now = clock.now();
-    store
-        .write(move |txn| {
-            let mut user = account(txn, &email)?;
-            user.disabled_at.get_or_insert(now);
-            accounts::update_user(txn, &user)?;
-            let mut revoked_keys = 0;
-            for membership in accounts::memberships_of_user(txn, &user.id)? {
-                revoked_keys +=
-                    super::db::revoke_api_keys_of_member(txn, &membership.org_id, &user.id, now)?;
-            }
-            let detail = json!({"api_keys_revoked": revoked_keys});
-            end_sessions_and_record(txn, user, "user.disabled", detail, now)
-        })
-        .await
-}
-
-/// The account of a normalised e-mail, or the operator's error naming it.
-fn account(txn: &WriteTransaction, email: &str) -> Result<User, AccountsError> {
-    accounts::find_user_by_email(txn, email)?
-        .ok_or_else(|| AccountsError::UserNotFound(email.into()))
-}
-
-/// RegisterUserLogout for `user` and the audit entries of `action`.
-fn end_sessions_and_record(
-    txn: &WriteTransaction,
-    user: User,
-    action: &str,
-    detail: Value,
-    now: Timestamp,
-) -> Result<Recovered, AccountsError> {
-    Revocations::write_user_logout(txn, &user.id, now)?;
-    record_everywhere(txn, &user, action, &detail, now)?;
-    Ok(Recovered {
-        user,
-        sessions_ended_at: Some(now),
-        detail,
+    let target = AccountByEmail::parse(email)?;
+    let changed = change_member(store, clock, target, |txn, mut user, now| {
+        user.disabled_at.get_or_insert(now);
+        accounts::update_user(txn, &user)?;
+        let mut revoked_keys = 0;
+        for membership in accounts::memberships_of_user(txn, &user.id)? {
+            revoked_keys +=
+                super::db::revoke_api_keys_of_member(txn, &membership.org_id, &user.id, now)?;
+        }
+        let detail = json!({"api_keys_revoked": revoked_keys});
+        Ok(ending_sessions("user.disabled", detail, user))
     })
+    .await?;
+    Ok(recovered(changed))
 }
 
-/// One audit entry of `action` on `user` in each of its organisations (or under none).
-fn record_everywhere(
-    txn: &WriteTransaction,
-    user: &User,
-    action: &str,
-    detail: &Value,
-    now: Timestamp,
-) -> Result<(), AccountsError> {
-    // The operator is nobody's account: the entry says "operator" in its detail instead.
-    let operator = Actor {
-        user_id: None,
-        email: None,
-        ip: None,
-    };
-    let mut entry = detail.clone();
-    entry["by"] = json!("operator");
-    let orgs: Vec<_> = accounts::memberships_of_user(txn, &user.id)?
-        .into_iter()
-        .map(|membership| Some(membership.org_id))
-        .collect();
-    let orgs = if orgs.is_empty() { vec![None] } else { orgs };
-    for org in &orgs {
-        let target = Some(user.id.as_str());
-        audit::record(
-            txn,
-            org.as_ref(),
-            &operator,
-            action,
-            target,
-            entry.clone(),
-            now,
-        )?;
+/// A change that ends every session of the account (RegisterUserLogout); the command reports
+/// the account and the detail.
+fn ending_sessions(action: &'static str, detail: Value, user: User) -> Change<(User, Value)> {
+    Change::Made {
+        action,
+        detail: detail.clone(),
+        ends_sessions: true,
+        answer: (user, detail),
     }
-    Ok(())
+}
+
+/// What the command reports of a change made through `change_member`.
+fn recovered(changed: Changed<(User, Value)>) -> Recovered {
+    let (user, detail) = changed.answer;
+    Recovered {
+        user,
+        sessions_ended_at: changed.sessions_ended_at.map(|(_, at)| at),
+        detail,
+    }
+}
+
+/// The operator's change to the account of a normalised e-mail, whatever organisations it
+/// belongs to; its audit entries go to each of them (or under none).
+pub struct AccountByEmail {
+    email: String,
+}
+
+impl AccountByEmail {
+    pub fn parse(email: &str) -> Result<AccountByEmail, AccountsError> {
+        Ok(AccountByEmail {
+            email: normalize_email(email)?,
+        })
+    }
+}
+
+impl ChangeTarget for AccountByEmail {
+    type Subject = User;
+    type Error = AccountsError;
+
+    /// The account, or the operator's error naming it.
+    fn load(&self, txn: &WriteTransaction) -> Result<User, AccountsError> {
+        accounts::find_user_by_email(txn, &self.email)?
+            .ok_or_else(|| AccountsError::UserNotFound(self.email.clone()))
+    }
+
+    fn user_id(user: &User) -> UserId {
+        user.id.clone()
+    }
+
+    /// One audit entry of `action` on `user` in each of its organisations (or under none).
+    fn record(
+        &self,
+        txn: &WriteTransaction,
+        user: &UserId,
+        action: &str,
+        detail: &Value,
+        now: Timestamp,
+    ) -> Result<(), AccountsError> {
+        // The operator is nobody's account: the entry says "operator" in its detail instead.
+        let operator = Actor {
+            user_id: None,
+            email: None,
+            ip: None,
+        };
+        let mut entry = detail.clone();
+        entry["by"] = json!("operator");
+        let orgs: Vec<_> = accounts::memberships_of_user(txn, user)?
+            .into_iter()
+            .map(|membership| Some(membership.org_id))
+            .collect();
+        let orgs = if orgs.is_empty() { vec![None] } else { orgs };
+        for org in &orgs {
+            let target = Some(user.as_str());
+            audit::record(
+                txn,
+                org.as_ref(),
+                &operator,
+                action,
+                target,
+                entry.clone(),
+                now,
+            )?;
+        }
+        Ok(())
+    }
 }

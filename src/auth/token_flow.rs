@@ -111,18 +111,24 @@ impl<R: SecretRecord + Clone + Send + Sync + 'static> TokenFlow<R> {
     ) -> Result<I, ApiError> {
         let id = parse(id).map_err(|_| ApiError::not_found(self.noun))?;
         let (org, actor, target) = (caller.org_id.clone(), caller.actor(), id.to_string());
-        store
+        let found = store
             .write(move |txn| {
-                let revoked = self.table.revoke(txn, org.as_str(), &target, now)?;
-                let (record, newly) = revoked.ok_or_else(|| ApiError::not_found(self.noun))?;
+                // An unknown id is a value here: the closure's errors are storage's.
+                let Some((record, newly)) = self.table.revoke(txn, org.as_str(), &target, now)?
+                else {
+                    return Ok(false);
+                };
                 if newly {
                     let detail = (self.detail)(&record);
                     let target = Some(record.id());
                     audit::record(txn, Some(&org), &actor, self.revoked, target, detail, now)?;
                 }
-                Ok::<_, ApiError>(())
+                Ok::<_, StoreError>(true)
             })
             .await?;
+        if !found {
+            return Err(ApiError::not_found(self.noun));
+        }
         Ok(id)
     }
 }

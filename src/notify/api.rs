@@ -16,17 +16,19 @@ use utoipa_axum::routes;
 
 use super::model::{Channel, ChannelId, valid_filter};
 use super::payload::{Event, EventExtra, render};
-use super::{Notify, db, guard};
+use super::{Notify, NotifyError, db, guard};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
     Notify: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -95,12 +97,6 @@ pub struct ChannelResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ChannelList {
-    pub items: Vec<ChannelResponse>,
-    pub next_cursor: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct TestResponse {
     pub delivery_id: String,
 }
@@ -118,6 +114,19 @@ pub(crate) fn channel_view(channel: &Channel, dead_letters: usize) -> ChannelRes
         dead_letters,
         created_at: channel.created_at.to_rfc3339(),
         updated_at: channel.updated_at.to_rfc3339(),
+    }
+}
+
+impl From<NotifyError> for ApiError {
+    fn from(error: NotifyError) -> Self {
+        let detail = error.to_string();
+        match error {
+            NotifyError::ChannelNotFound | NotifyError::DeliveryNotFound => {
+                ApiError::new(ErrorCode::NotFound, detail)
+            }
+            NotifyError::ChannelDisabled => ApiError::new(ErrorCode::ChannelDisabled, detail),
+            NotifyError::DeliveryNotDead => ApiError::new(ErrorCode::DeliveryNotDead, detail),
+        }
     }
 }
 
@@ -230,27 +239,30 @@ async fn create_channel(
 /// Lists the organisation's channels.
 #[utoipa::path(get, path = "/api/v1/channels", tag = "channels",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ChannelList)))]
+    responses((status = 200, body = Page<ChannelResponse>)))]
 async fn list_channels(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<ChannelList>, ApiError> {
+) -> Result<Json<Page<ChannelResponse>>, ApiError> {
     let after = page.cursor_as(ChannelId::parse)?;
     let (org, limit) = (caller.org_id, page.limit);
-    let rows = notify
-        .store()
+    let rows = store
         .read(move |txn| {
             // One more row than asked for tells whether a next page exists.
             let mut rows = Vec::new();
             for channel in db::channels_page_of_org(txn, &org, after.as_ref(), limit + 1)? {
-                rows.push(channel_view(&channel, db::dead_count(txn, &channel.id)?));
+                let dead_letters = db::dead_count(txn, &channel.id)?;
+                rows.push((channel, dead_letters));
             }
             Ok::<_, StoreError>(rows)
         })
         .await?;
-    let (items, next_cursor) = page.split(rows, |view| view.id.clone());
-    Ok(Json(ChannelList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |(channel, _)| channel.id.to_string(),
+        |(channel, dead_letters)| channel_view(channel, *dead_letters),
+    )))
 }
 
 pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {
@@ -260,16 +272,15 @@ pub(crate) fn parse_channel_id(id: &str) -> Result<ChannelId, ApiError> {
 /// One channel.
 #[utoipa::path(get, path = "/api/v1/channels/{id}", tag = "channels",
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 200, body = ChannelResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ChannelResponse), problems::NotFound))]
 async fn get_channel(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<ChannelResponse>, ApiError> {
     let id = parse_channel_id(&id)?;
     let org = caller.org_id;
-    let view = notify
-        .store()
+    let view = store
         .read(move |txn| {
             let Some(channel) = db::channel_of_org(txn, &org, &id)? else {
                 return Ok::<_, StoreError>(None);
@@ -286,7 +297,7 @@ async fn get_channel(
 /// Changes a channel; enabling it again clears `disabled_reason`.
 #[utoipa::path(patch, path = "/api/v1/channels/{id}", tag = "channels", request_body = UpdateChannelRequest,
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 200, body = ChannelResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ChannelResponse), problems::NotFound))]
 async fn update_channel(
     State(notify): State<Notify>,
     Admin(caller): Admin,
@@ -358,7 +369,7 @@ async fn update_channel(
 /// Deletes a channel; its queued deliveries are cancelled, its log stays readable by id.
 #[utoipa::path(delete, path = "/api/v1/channels/{id}", tag = "channels",
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_channel(
     State(notify): State<Notify>,
     Admin(caller): Admin,
@@ -424,13 +435,10 @@ async fn test_channel(
         .store()
         .write(move |txn| {
             let Some(channel) = db::channel_of_org(txn, &org, &id)? else {
-                return Ok::<_, StoreError>(Err(ApiError::not_found("channel")));
+                return Ok::<_, StoreError>(Err(NotifyError::ChannelNotFound));
             };
             if !channel.enabled {
-                return Ok(Err(ApiError::new(
-                    ErrorCode::ChannelDisabled,
-                    "enable the channel before testing it",
-                )));
+                return Ok(Err(NotifyError::ChannelDisabled));
             }
             Ok(Ok(super::enqueue(txn, &channel, "test", &body, now)?))
         })

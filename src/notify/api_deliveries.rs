@@ -15,20 +15,22 @@ use utoipa_axum::routes;
 
 use super::api::parse_channel_id;
 use super::model::{ChannelId, Delivery, DeliveryId, DeliveryState};
-use super::{Notify, db};
+use super::{Notify, NotifyError, db};
 use crate::accounts::model::OrgId;
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
+use crate::http::ApiError;
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, newest_first, parameter_error};
-use crate::http::{ApiError, ErrorCode};
-use crate::store::{ReadTxn, StoreError};
+use crate::store::{ReadTxn, Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
     Notify: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -60,12 +62,6 @@ pub struct DeliveryResponse {
     pub next_attempt_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DeliveryList {
-    pub items: Vec<DeliveryResponse>,
-    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -104,12 +100,8 @@ fn delivery_view(delivery: &Delivery) -> DeliveryResponse {
 }
 
 /// Turns one more row than asked for into `next_cursor`.
-fn paged(page: &PageRequest, deliveries: Vec<Delivery>) -> DeliveryList {
-    let (deliveries, next_cursor) = page.split(deliveries, |last| last.id.to_string());
-    DeliveryList {
-        items: deliveries.iter().map(delivery_view).collect(),
-        next_cursor,
-    }
+fn paged(page: &PageRequest, deliveries: Vec<Delivery>) -> Page<DeliveryResponse> {
+    page.answer(deliveries, |last| last.id.to_string(), delivery_view)
 }
 
 fn cursor_of(page: &PageRequest) -> Result<Option<String>, ApiError> {
@@ -128,22 +120,21 @@ fn cursor_of(page: &PageRequest) -> Result<Option<String>, ApiError> {
         ("limit" = Option<usize>, Query, description = "page size, 1-500"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
         ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
-    responses((status = 200, body = DeliveryList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<DeliveryResponse>),
+        problems::Invalid,
+        problems::NotFound))]
 async fn channel_deliveries(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<DeliveryList>, ApiError> {
+) -> Result<Json<Page<DeliveryResponse>>, ApiError> {
     let id = parse_channel_id(&id)?;
     let after = cursor_of(&page)?;
     let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id, page.limit);
-    let found = notify
-        .store()
+    let found = store
         .read(move |txn| {
             if db::channel_of_org(txn, &org, &id)?.is_none() {
                 return Ok::<_, StoreError>(None);
@@ -205,15 +196,15 @@ fn dead_of_org(
     params(("channel" = Option<String>, Query, description = "only this channel's dead letters"),
         ("limit" = Option<usize>, Query, description = "page size, 1-500"),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    responses((status = 200, body = DeliveryList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "no such channel", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<DeliveryResponse>),
+        problems::Invalid,
+        problems::NotFound))]
 async fn dead_deliveries(
-    State(notify): State<Notify>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<DeliveryList>, ApiError> {
+) -> Result<Json<Page<DeliveryResponse>>, ApiError> {
     let after = cursor_of(&page)?;
     let channel = match filters(query.as_deref(), &["channel"])?.get("channel") {
         Some(text) => {
@@ -223,8 +214,7 @@ async fn dead_deliveries(
     };
     let (org, limit) = (caller.org_id, page.limit);
     // One row more than asked tells whether another page follows.
-    let rows = notify
-        .store()
+    let rows = store
         .read(move |txn| match &channel {
             None => dead_of_org(txn, &org, after.as_deref(), limit + 1).map(Some),
             Some(id) => match db::channel_of_org(txn, &org, id)? {
@@ -251,7 +241,7 @@ async fn load_delivery(notify: &Notify, caller_org: OrgId, id: &str) -> Result<D
 /// One delivery with all its attempts.
 #[utoipa::path(get, path = "/api/v1/deliveries/{id}", tag = "deliveries",
     params(("id" = String, Path, description = "delivery id")),
-    responses((status = 200, body = DeliveryResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = DeliveryResponse), problems::NotFound))]
 async fn get_delivery(
     State(notify): State<Notify>,
     Viewer(caller): Viewer,
@@ -277,11 +267,10 @@ async fn retry_delivery(
         .store()
         .write(move |txn| {
             let Some(current) = db::get_delivery(txn, &id)? else {
-                return Ok::<_, StoreError>(Err(ApiError::not_found("delivery")));
+                return Ok::<_, StoreError>(Err(NotifyError::DeliveryNotFound));
             };
             if current.state != DeliveryState::Dead {
-                let detail = "only a delivery in the dead-letter queue can be retried";
-                return Ok(Err(ApiError::new(ErrorCode::DeliveryNotDead, detail)));
+                return Ok(Err(NotifyError::DeliveryNotDead));
             }
             super::redrive(txn, &current, now)?;
             let target = Some(current.id.as_str());
@@ -306,7 +295,7 @@ async fn retry_delivery(
 /// Queues every dead delivery of a channel again.
 #[utoipa::path(post, path = "/api/v1/channels/{id}/deliveries/dead/retry", tag = "deliveries",
     params(("id" = String, Path, description = "channel id")),
-    responses((status = 202, body = RedriveResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 202, body = RedriveResponse), problems::NotFound))]
 async fn retry_channel_dead(
     State(notify): State<Notify>,
     Admin(caller): Admin,

@@ -35,6 +35,23 @@ use crate::config::WebhookSettings;
 use crate::store::{Store, StoreError};
 use model::{Channel, Delivery, DeliveryState};
 
+/// Why a channel or delivery operation refused; `api.rs` maps it to a problem. Write closures
+/// hand these back inside `Ok` (an `Err` would abort the writer's whole batch), so their own
+/// error stays the store's.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error("channel not found")]
+    ChannelNotFound,
+    /// A disabled channel is not tested (409 `channel_disabled`).
+    #[error("enable the channel before testing it")]
+    ChannelDisabled,
+    #[error("delivery not found")]
+    DeliveryNotFound,
+    /// Only a dead delivery is retried (409 `delivery_not_dead`).
+    #[error("only a delivery in the dead-letter queue can be retried")]
+    DeliveryNotDead,
+}
+
 /// A cheap, cloneable handle to the notification pipeline.
 #[derive(Clone)]
 pub struct Notify {
