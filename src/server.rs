@@ -161,6 +161,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::agents::sessions::routes())
         .merge(crate::agents::history::routes())
         .merge(crate::http::sdk::routes())
+        .merge(crate::scim::api_tokens::routes())
+        .merge(crate::scim::api::routes())
         .split_for_parts()
 }
 

@@ -21,7 +21,7 @@ use utoipa_axum::routes;
 
 use super::members::{
     AddMember, Change, Changed, MemberError, MemberOfOrg, MemberRow, add_member_txn,
-    authorize_credential_change, change_member, hash_password,
+    authorize_credential_change, change_member, hash_password, remove_from_org, set_role,
 };
 use crate::accounts;
 use crate::accounts::model::{Role, UserId, normalize_email};
@@ -247,19 +247,9 @@ async fn change_role(
         auth.store(),
         auth.clock(),
         target,
-        move |txn, mut membership, _| {
-            let old_role = membership.role;
-            if old_role == new_role {
-                return Ok(Change::Unchanged(MemberRow::read(txn, membership)?));
-            }
-            membership.role = new_role;
-            accounts::insert_membership(txn, &membership)?;
-            Ok(Change::Made {
-                action: "member.role_changed",
-                detail: json!({"from": old_role, "to": new_role}),
-                ends_sessions: true,
-                answer: MemberRow::read(txn, membership)?,
-            })
+        move |txn, membership, _| {
+            set_role(txn, membership, new_role)?
+                .try_map(|membership| MemberRow::read(txn, membership).map_err(MemberError::from))
         },
     )
     .await?;
@@ -306,17 +296,7 @@ async fn remove_member(
         auth.store(),
         auth.clock(),
         target,
-        |txn, membership, now| {
-            let (org, member) = (&membership.org_id, &membership.user_id);
-            accounts::remove_membership(txn, org, member)?;
-            let revoked_keys = super::db::revoke_api_keys_of_member(txn, org, member, now)?;
-            Ok(Change::Made {
-                action: "member.removed",
-                detail: json!({"role": membership.role, "api_keys_revoked": revoked_keys}),
-                ends_sessions: true,
-                answer: (),
-            })
-        },
+        |txn, membership, now| remove_from_org(txn, &membership, now),
     )
     .await?;
     note_logout(&auth, &changed);

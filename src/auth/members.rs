@@ -236,6 +236,46 @@ pub fn add_member_txn(txn: &WriteTransaction, add: &AddMember) -> Result<Added, 
     })
 }
 
+/// The change that takes a member out of its organisation (inside `change_member`): the
+/// membership goes, the member's API keys there are revoked, and its sessions end. Shared by
+/// the members API and SCIM deprovisioning.
+pub fn remove_from_org(
+    txn: &WriteTransaction,
+    membership: &Membership,
+    now: Timestamp,
+) -> Result<Change<()>, MemberError> {
+    let (org, member) = (&membership.org_id, &membership.user_id);
+    accounts::remove_membership(txn, org, member)?;
+    let revoked_keys = super::db::revoke_api_keys_of_member(txn, org, member, now)?;
+    Ok(Change::Made {
+        action: "member.removed",
+        detail: json!({"role": membership.role, "api_keys_revoked": revoked_keys}),
+        ends_sessions: true,
+        answer: (),
+    })
+}
+
+/// The change that gives a member `role` (inside `change_member`); the member's sessions end
+/// when the role changes. Shared by the members API and SCIM groups.
+pub fn set_role(
+    txn: &WriteTransaction,
+    mut membership: Membership,
+    role: Role,
+) -> Result<Change<Membership>, MemberError> {
+    let old_role = membership.role;
+    if old_role == role {
+        return Ok(Change::Unchanged(membership));
+    }
+    membership.role = role;
+    accounts::insert_membership(txn, &membership)?;
+    Ok(Change::Made {
+        action: "member.role_changed",
+        detail: json!({"from": old_role, "to": role}),
+        ends_sessions: true,
+        answer: membership,
+    })
+}
+
 /// Whether `email` is a member of `org` already, or has an invitation to it pending.
 fn already_in_org(txn: &WriteTransaction, org: &OrgId, email: &str) -> Result<bool, StoreError> {
     if let Some(user) = accounts::find_user_by_email(txn, email)?
@@ -282,6 +322,29 @@ pub enum Change<T> {
         ends_sessions: bool,
         answer: T,
     },
+}
+
+impl<T> Change<T> {
+    /// The same change with its answer turned into another (read in the same transaction).
+    pub fn try_map<U, E>(
+        self,
+        mut answer_of: impl FnMut(T) -> Result<U, E>,
+    ) -> Result<Change<U>, E> {
+        Ok(match self {
+            Change::Unchanged(answer) => Change::Unchanged(answer_of(answer)?),
+            Change::Made {
+                action,
+                detail,
+                ends_sessions,
+                answer,
+            } => Change::Made {
+                action,
+                detail,
+                ends_sessions,
+                answer: answer_of(answer)?,
+            },
+        })
+    }
 }
 
 /// The result of `change_member` after its commit.

@@ -86,11 +86,17 @@ pub async fn problem_for_framework_errors(request: Request, next: Next) -> Respo
     replacement
 }
 
+/// Whether the answer is already a structured error: problem+json, or the SCIM error message
+/// (RFC 7644 section 3.12) that SCIM clients read under `/scim`.
 fn is_problem(response: &Response) -> bool {
     response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(PROBLEM_JSON.as_bytes()))
+        .is_some_and(|value| {
+            let value = value.as_bytes();
+            value.starts_with(PROBLEM_JSON.as_bytes())
+                || value.starts_with(b"application/scim+json")
+        })
 }
 
 /// Request ids are ULIDs: sortable, like every other id of the service.

@@ -7,11 +7,15 @@
 //! records in `model.rs` (tokens, provisioned users) and their tables in `db.rs`.
 
 pub mod access;
+pub mod api;
+mod api_groups;
 pub mod api_tokens;
+mod api_users;
 pub mod db;
 pub mod discovery;
 pub mod filter;
 pub mod model;
 pub mod patch;
 pub mod protocol;
+pub mod provision;
 pub mod user;

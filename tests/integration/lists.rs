@@ -128,6 +128,19 @@ fn make_records(
             "experiment",
         );
     }
+    // SCIM tokens, on the enterprise plan that SCIM needs.
+    let plan = server.cli(&["org", "set-plan", "default", "enterprise"], "");
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    for n in 0..RECORDS {
+        created(
+            session.post(
+                server,
+                "/api/v1/orgs/me/scim-tokens",
+                &json!({"name": format!("scim {n}")}),
+            ),
+            "scim token",
+        );
+    }
     // Inbound tokens, one of each kind, and what each of them reports.
     let jenkins = inbound_secret(server, session, "jenkins");
     let deployments = inbound_secret(server, session, "deployments");

@@ -50,6 +50,7 @@ mod lifecycle;
 mod lists;
 mod packaging;
 mod receiver;
+mod scim;
 mod sdk_serving;
 mod search_restart;
 mod settings_api;
