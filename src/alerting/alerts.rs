@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use super::alerts_model::{
     Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report,
 };
@@ -27,14 +28,14 @@ use crate::auth::{Auth, Member, Viewer};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::{self, Event, EventExtra, Notify};
+use crate::notify::{self, Event, EventExtra};
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -177,15 +178,15 @@ fn reports_of(value: Value) -> Result<Vec<AlertReport>, ApiError> {
         (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
 async fn alert_webhook(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     inbound: Inbound<AlertsKind>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<AlertWebhookResponse>, ApiError> {
     let reports = reports_of(body)?;
     let org = inbound.token.org_id.clone();
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let answer = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let answer = alerting
         .store()
         .write(move |txn| {
             let mut answer = AlertWebhookResponse::default();
@@ -220,7 +221,7 @@ async fn alert_webhook(
             Ok::<_, ApiError>(answer)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(answer))
 }
 
@@ -230,7 +231,7 @@ async fn alert_webhook(
         ("state" = Option<String>, Query, description = "pending, firing or resolved")),
     responses((status = 200, body = AlertList)))]
 async fn list_alerts(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<AlertList>, ApiError> {
@@ -248,7 +249,7 @@ async fn list_alerts(
         .transpose()?;
     let after = page.cursor_as(AlertId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    let (items, next_cursor) = alerting
         .store()
         .read(move |txn| {
             // Filtering while scanning keeps `limit` matching alerts on a page.
@@ -288,13 +289,13 @@ fn parse_alert_id(id: &str) -> Result<AlertId, ApiError> {
     params(("id" = String, Path, description = "alert id")),
     responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_alert(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<AlertResponse>, ApiError> {
     let id = parse_alert_id(&id)?;
     let org = caller.org_id.clone();
-    let alert = notify
+    let alert = alerting
         .store()
         .read(move |txn| db::alert_of_org(txn, &org, &id))
         .await?
@@ -307,15 +308,15 @@ async fn get_alert(
     params(("id" = String, Path, description = "alert id")),
     responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn acknowledge_alert(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
 ) -> Result<Json<AlertResponse>, ApiError> {
     let id = parse_alert_id(&id)?;
     let (org, user) = (caller.org_id.clone(), caller.user_id.clone());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let alert = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let alert = alerting
         .store()
         .write(move |txn| {
             let mut alert =
@@ -339,6 +340,6 @@ async fn acknowledge_alert(
             Ok(alert)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(alert_view(&alert)))
 }

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use super::db;
 use super::deployments::{optional, required};
 use super::inbound::{Inbound, JenkinsKind};
@@ -21,14 +22,13 @@ use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, newest_first};
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -140,14 +140,14 @@ fn validated(request: &JenkinsNotification) -> Result<BuildNotification, ApiErro
         (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
 async fn jenkins_notify(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     inbound: Inbound<JenkinsKind>,
     ApiJson(request): ApiJson<JenkinsNotification>,
 ) -> Result<Json<BuildResponse>, ApiError> {
     let note = validated(&request)?;
     let org = inbound.token.org_id.clone();
-    let now = notify.clock().now();
-    let build = notify
+    let now = alerting.clock().now();
+    let build = alerting
         .store()
         .write(move |txn| {
             let mut build = match db::build_by_number(txn, &org, &note.job, note.number)? {
@@ -183,7 +183,7 @@ async fn jenkins_notify(
     responses((status = 200, body = BuildList),
         (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
 async fn list_builds(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<BuildList>, ApiError> {
@@ -191,7 +191,7 @@ async fn list_builds(
     let after = page.cursor_as(BuildId::parse)?;
     let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let rows = notify
+    let rows = alerting
         .store()
         .read(move |txn| db::builds_of_org(txn, &org, after.as_ref(), limit + 1, newest))
         .await?;

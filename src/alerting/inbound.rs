@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
 use crate::auth::token_flow::{self, TokenFlow};
@@ -27,7 +28,6 @@ use crate::auth::{Admin, Auth};
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
 use crate::store::Store;
 
 /// The header an inbound sender puts its token in; `?token=` is the fallback for senders that
@@ -48,7 +48,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(create_token, list_tokens))
@@ -108,7 +108,7 @@ fn token_view(token: &InboundToken) -> InboundTokenResponse {
         (status = 400, description = "unknown kind or bad name", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "admins only", body = Problem, content_type = "application/problem+json")))]
 async fn create_token(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateInboundTokenRequest>,
 ) -> Result<(StatusCode, Json<CreatedInboundTokenResponse>), ApiError> {
@@ -120,7 +120,7 @@ async fn create_token(
     })?;
     let name = token_flow::valid_name(&request.name)?;
     let minted = crate::secrets::mint("lkin_");
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let token = InboundToken {
         id: InboundTokenId::generate(),
         org_id: caller.org_id.clone(),
@@ -132,7 +132,7 @@ async fn create_token(
         revoked_at: None,
     };
     let token = TOKENS
-        .create(notify.store(), &caller, token, minted.digest, now)
+        .create(alerting.store(), &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -152,13 +152,13 @@ async fn create_token(
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = InboundTokenList)))]
 async fn list_tokens(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     page: PageRequest,
 ) -> Result<Json<InboundTokenList>, ApiError> {
     let (rows, next_cursor) = TOKENS
         .page(
-            notify.store(),
+            alerting.store(),
             &page,
             &caller.org_id,
             InboundTokenId::parse,
@@ -176,13 +176,13 @@ async fn list_tokens(
     params(("id" = String, Path, description = "inbound token id")),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn revoke_token(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     TOKENS
-        .revoke(notify.store(), &caller, &id, InboundTokenId::parse, now)
+        .revoke(alerting.store(), &caller, &id, InboundTokenId::parse, now)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

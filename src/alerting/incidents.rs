@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use super::db;
 use super::deployments::{optional, required};
 use super::incidents_model::{
@@ -31,13 +32,13 @@ use crate::http::error::Problem;
 use crate::http::extract::parse_json;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::{self, Event, EventExtra, Notify};
+use crate::notify::{self, Event, EventExtra};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(open_incident, list_incidents))
@@ -102,7 +103,7 @@ fn parse_incident_id(id: &str) -> Result<IncidentId, ApiError> {
     responses((status = 201, body = IncidentResponse),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn open_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     ApiJson(request): ApiJson<OpenIncidentRequest>,
 ) -> Result<(StatusCode, Json<IncidentResponse>), ApiError> {
@@ -113,7 +114,7 @@ async fn open_incident(
             "alert_ids: at most 100",
         ));
     }
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let title = required("title", &request.title, 300)?;
     let mut incident = Incident {
         id: IncidentId::generate(),
@@ -133,8 +134,8 @@ async fn open_incident(
     incident
         .timeline
         .push(entry(now, "opened", &caller.user_id, opened.clone()));
-    let (stored, base_url) = (incident.clone(), notify.base_url().to_string());
-    notify
+    let (stored, base_url) = (incident.clone(), alerting.base_url().to_string());
+    alerting
         .store()
         .write(move |txn| {
             db::put_incident(txn, &stored)?;
@@ -145,7 +146,7 @@ async fn open_incident(
             Ok::<_, ApiError>(())
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok((StatusCode::CREATED, Json(incident_view(&incident))))
 }
 
@@ -155,7 +156,7 @@ async fn open_incident(
         ("status" = Option<String>, Query, description = "open or resolved")),
     responses((status = 200, body = IncidentList)))]
 async fn list_incidents(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<IncidentList>, ApiError> {
@@ -173,7 +174,7 @@ async fn list_incidents(
         .transpose()?;
     let after = page.cursor_as(IncidentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    let (items, next_cursor) = alerting
         .store()
         .read(move |txn| {
             // Filtering happens while scanning, so a page holds `limit` matching incidents.
@@ -211,13 +212,13 @@ async fn list_incidents(
     params(("id" = String, Path, description = "incident id")),
     responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<IncidentResponse>, ApiError> {
     let id = parse_incident_id(&id)?;
     let org = caller.org_id.clone();
-    let incident = notify
+    let incident = alerting
         .store()
         .read(move |txn| db::incident_of_org(txn, &org, &id))
         .await?
@@ -232,16 +233,16 @@ type Change = Option<(&'static str, String)>;
 /// event in one transaction. `change` may run twice (the store may retry the batch), so it
 /// works only on the incident it is given.
 async fn change_incident(
-    notify: &Notify,
+    alerting: &Alerting,
     caller: &crate::auth::Caller,
     id: &str,
     change: impl Fn(&mut Incident, Timestamp) -> Result<Change, ApiError> + Send + 'static,
 ) -> Result<Json<IncidentResponse>, ApiError> {
     let id = parse_incident_id(id)?;
     let org = caller.org_id.clone();
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let incident = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let incident = alerting
         .store()
         .write(move |txn| {
             let mut incident = db::incident_of_org(txn, &org, &id)?
@@ -260,7 +261,7 @@ async fn change_incident(
             Ok(incident)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(incident_view(&incident)))
 }
 
@@ -285,7 +286,7 @@ fn resolve(incident: &mut Incident, actor: &UserId, note: Option<&str>, now: Tim
     params(("id" = String, Path, description = "incident id")),
     responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn update_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<UpdateIncidentRequest>,
@@ -328,7 +329,7 @@ async fn update_incident(
         }
     };
     let actor = caller.user_id.clone();
-    change_incident(&notify, &caller, &id, move |incident, now| {
+    change_incident(&alerting, &caller, &id, move |incident, now| {
         let before = incident.clone();
         if let Some(title) = &title {
             incident.title = title.clone();
@@ -383,14 +384,14 @@ async fn update_incident(
     params(("id" = String, Path, description = "incident id")),
     responses((status = 201, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn add_note(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<NoteRequest>,
 ) -> Result<(StatusCode, Json<IncidentResponse>), ApiError> {
     let text = required("text", &request.text, 10_000)?;
     let actor = caller.user_id.clone();
-    let view = change_incident(&notify, &caller, &id, move |incident, now| {
+    let view = change_incident(&alerting, &caller, &id, move |incident, now| {
         incident
             .timeline
             .push(entry(now, "note", &actor, text.clone()));
@@ -405,7 +406,7 @@ async fn add_note(
     params(("id" = String, Path, description = "incident id")),
     responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn resolve_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     body: Bytes,
@@ -417,7 +418,7 @@ async fn resolve_incident(
     };
     let note = optional("note", request.note.as_deref(), 10_000)?;
     let actor = caller.user_id.clone();
-    change_incident(&notify, &caller, &id, move |incident, now| {
+    change_incident(&alerting, &caller, &id, move |incident, now| {
         Ok(resolve(incident, &actor, note.as_deref(), now))
     })
     .await

@@ -14,6 +14,7 @@ use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use super::db;
 use super::readings::RuleReadings;
 use super::rule_request::*;
@@ -24,7 +25,6 @@ use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
 use crate::store::Store;
 
 /// The most rules one organisation may have.
@@ -38,7 +38,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
     RuleReadings: FromRef<S>,
 {
@@ -52,7 +52,7 @@ where
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = RuleList)))]
 async fn list_rules(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
@@ -60,7 +60,7 @@ async fn list_rules(
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(RuleId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    let (items, next_cursor) = alerting
         .store()
         .read(move |txn| {
             let rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
@@ -82,15 +82,15 @@ async fn list_rules(
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "the organisation has the most rules it may have", body = Problem, content_type = "application/problem+json")))]
 async fn create_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<(StatusCode, Json<RuleResponse>), ApiError> {
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let rule = complete(blank_rule(&caller.org_id, now), request)?;
     let actor = caller.actor();
     let stored = rule.clone();
-    notify
+    alerting
         .store()
         .write(move |txn| {
             check_channels(txn, &stored)?;
@@ -124,14 +124,14 @@ async fn create_rule(
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 200, body = RuleResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<RuleResponse>, ApiError> {
     let id = parse_rule_id(&id)?;
     let org = caller.org_id.clone();
-    let view = notify
+    let view = alerting
         .store()
         .read(move |txn| {
             let rule = db::rule_of_org(txn, &org, &id)?
@@ -172,7 +172,7 @@ fn update(
 
 /// Changes a rule as `edit` says; disabling it ends its alert.
 async fn change_rule(
-    notify: &Notify,
+    alerting: &Alerting,
     readings: &RuleReadings,
     caller: &crate::auth::Caller,
     id: &str,
@@ -181,11 +181,11 @@ async fn change_rule(
 ) -> Result<Json<RuleResponse>, ApiError> {
     let id = parse_rule_id(id)?;
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
     let reading = readings.get(&id);
     // The request is merged inside the transaction, onto the rule as it is there.
-    let (view, events) = notify
+    let (view, events) = alerting
         .store()
         .write(move |txn| {
             let stored = db::rule_of_org(txn, &org, &id)?
@@ -214,7 +214,7 @@ async fn change_rule(
         })
         .await?;
     if events > 0 {
-        notify.wake();
+        alerting.wake_deliveries();
     }
     Ok(Json(view))
 }
@@ -226,13 +226,13 @@ async fn change_rule(
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn replace_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &readings, &caller, &id, request, replacement).await
+    change_rule(&alerting, &readings, &caller, &id, request, replacement).await
 }
 
 /// Changes the fields sent; `null` clears `service` or `environment`.
@@ -242,13 +242,13 @@ async fn replace_rule(
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn update_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &readings, &caller, &id, request, update).await
+    change_rule(&alerting, &readings, &caller, &id, request, update).await
 }
 
 /// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.
@@ -256,15 +256,15 @@ async fn update_rule(
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn delete_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = parse_rule_id(&id)?;
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let events = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let events = alerting
         .store()
         .write(move |txn| {
             let rule = db::rule_of_org(txn, &org, &id)?
@@ -285,7 +285,7 @@ async fn delete_rule(
         })
         .await?;
     if events > 0 {
-        notify.wake();
+        alerting.wake_deliveries();
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Alerting;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
@@ -127,6 +128,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new().routes(routes!(list_services))
 }
@@ -137,12 +139,12 @@ where
     responses((status = 200, body = ServiceList)),
     security(("session" = []), ("api_key" = [])))]
 async fn list_services(
-    State(auth): State<Auth>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<ServiceList>, ApiError> {
-    let store: Store = auth.store().clone();
-    let now = auth.clock().now();
+    let store: Store = alerting.store().clone();
+    let now = alerting.clock().now();
     // The cursor is the last name listed: any string is a position in name order.
     let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
     let services = store
