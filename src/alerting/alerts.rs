@@ -25,8 +25,8 @@ use super::external_alerts::{
 };
 use super::inbound::{AlertsKind, Inbound};
 use crate::auth::{Auth, Member, Viewer};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::{self, Event, EventExtra};
 use crate::store::Store;
@@ -78,12 +78,6 @@ pub struct AlertResponse {
     pub rule_id: Option<String>,
     /// The incident its rule opened with it.
     pub incident_id: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AlertList {
-    pub items: Vec<AlertResponse>,
-    pub next_cursor: Option<String>,
 }
 
 /// What one webhook request did.
@@ -175,8 +169,8 @@ fn reports_of(value: Value) -> Result<Vec<AlertReport>, ApiError> {
     params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
         ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 200, body = AlertWebhookResponse),
-        (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated,
+        problems::Forbidden))]
 async fn alert_webhook(
     State(alerting): State<Alerting>,
     inbound: Inbound<AlertsKind>,
@@ -229,12 +223,12 @@ async fn alert_webhook(
 #[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("state" = Option<String>, Query, description = "pending, firing or resolved")),
-    responses((status = 200, body = AlertList)))]
+    responses((status = 200, body = Page<AlertResponse>), problems::Invalid))]
 async fn list_alerts(
     State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<AlertList>, ApiError> {
+) -> Result<Json<Page<AlertResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let state = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
         .find(|(name, _)| name == "state")
@@ -249,11 +243,12 @@ async fn list_alerts(
         .transpose()?;
     let after = page.cursor_as(AlertId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = alerting
+    let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering while scanning keeps `limit` matching alerts on a page.
-            let (mut items, mut after, mut next_cursor) = (Vec::new(), after, None);
+            // Filtering while scanning keeps `limit` matching alerts on a page; one more
+            // tells whether another page follows.
+            let (mut items, mut after) = (Vec::new(), after);
             'pages: loop {
                 let batch = db::alerts_of_org(txn, &org, after.as_ref(), 500)?;
                 let Some(last) = batch.last() else {
@@ -264,20 +259,20 @@ async fn list_alerts(
                     if state.is_some_and(|wanted| wanted != alert.state) {
                         continue;
                     }
-                    if items.len() == limit {
-                        next_cursor = items.last().map(|a: &Alert| a.id.to_string());
+                    items.push(alert);
+                    if items.len() > limit {
                         break 'pages;
                     }
-                    items.push(alert);
                 }
             }
-            Ok::<_, ApiError>((items, next_cursor))
+            Ok::<_, ApiError>(items)
         })
         .await?;
-    Ok(Json(AlertList {
-        items: items.iter().map(alert_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |alert: &Alert| alert.id.to_string(),
+        alert_view,
+    )))
 }
 
 fn parse_alert_id(id: &str) -> Result<AlertId, ApiError> {
@@ -287,7 +282,7 @@ fn parse_alert_id(id: &str) -> Result<AlertId, ApiError> {
 /// One alert with its history.
 #[utoipa::path(get, path = "/api/v1/alerts/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert id")),
-    responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = AlertResponse), problems::NotFound))]
 async fn get_alert(
     State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
@@ -306,7 +301,7 @@ async fn get_alert(
 /// Claims an alert (`alert.acknowledged`, once); acknowledging again changes nothing.
 #[utoipa::path(post, path = "/api/v1/alerts/{id}/acknowledge", tag = "alerts",
     params(("id" = String, Path, description = "alert id")),
-    responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = AlertResponse), problems::NotFound))]
 async fn acknowledge_alert(
     State(alerting): State<Alerting>,
     Member(caller): Member,

@@ -25,8 +25,8 @@ use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
 use crate::auth::token_flow::{self, TokenFlow};
 use crate::auth::{Admin, Auth};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -84,12 +84,6 @@ pub struct InboundTokenResponse {
     pub revoked_at: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct InboundTokenList {
-    pub items: Vec<InboundTokenResponse>,
-    pub next_cursor: Option<String>,
-}
-
 fn token_view(token: &InboundToken) -> InboundTokenResponse {
     InboundTokenResponse {
         id: token.id.to_string(),
@@ -105,8 +99,8 @@ fn token_view(token: &InboundToken) -> InboundTokenResponse {
 #[utoipa::path(post, path = "/api/v1/orgs/me/inbound-tokens", tag = "inbound",
     request_body = CreateInboundTokenRequest,
     responses((status = 201, body = CreatedInboundTokenResponse),
-        (status = 400, description = "unknown kind or bad name", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "admins only", body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::Forbidden))]
 async fn create_token(
     State(alerting): State<Alerting>,
     Admin(caller): Admin,
@@ -150,12 +144,12 @@ async fn create_token(
 /// Lists the organisation's inbound tokens, without secrets.
 #[utoipa::path(get, path = "/api/v1/orgs/me/inbound-tokens", tag = "inbound",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = InboundTokenList)))]
+    responses((status = 200, body = Page<InboundTokenResponse>), problems::Invalid, problems::Forbidden))]
 async fn list_tokens(
     State(alerting): State<Alerting>,
     Admin(caller): Admin,
     page: PageRequest,
-) -> Result<Json<InboundTokenList>, ApiError> {
+) -> Result<Json<Page<InboundTokenResponse>>, ApiError> {
     let (rows, next_cursor) = TOKENS
         .page(
             alerting.store(),
@@ -165,16 +159,16 @@ async fn list_tokens(
             |_, _| Ok(()),
         )
         .await?;
-    Ok(Json(InboundTokenList {
-        items: rows.iter().map(|(token, ())| token_view(token)).collect(),
+    Ok(Json(Page::new(
+        rows.iter().map(|(token, ())| token_view(token)).collect(),
         next_cursor,
-    }))
+    )))
 }
 
 /// Revokes an inbound token: the next request carrying it gets 401.
 #[utoipa::path(delete, path = "/api/v1/orgs/me/inbound-tokens/{id}", tag = "inbound",
     params(("id" = String, Path, description = "inbound token id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn revoke_token(
     State(alerting): State<Alerting>,
     Admin(caller): Admin,

@@ -21,16 +21,16 @@ use super::incidents_model::{
     FieldChange, Incident, IncidentStatus, MAX_TIMELINE, TimelineEntry, field_changes,
 };
 use super::incidents_wire::{
-    IncidentList, IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest,
-    UpdateIncidentRequest, incident_view,
+    IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest, UpdateIncidentRequest,
+    incident_view,
 };
 use super::model::{IncidentId, SEVERITIES};
 use crate::accounts::model::UserId;
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::Timestamp;
-use crate::http::error::Problem;
 use crate::http::extract::parse_json;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::{self, Event, EventExtra};
 
@@ -101,7 +101,7 @@ fn parse_incident_id(id: &str) -> Result<IncidentId, ApiError> {
 /// Opens an incident by hand.
 #[utoipa::path(post, path = "/api/v1/incidents", tag = "incidents", request_body = OpenIncidentRequest,
     responses((status = 201, body = IncidentResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid))]
 async fn open_incident(
     State(alerting): State<Alerting>,
     Member(caller): Member,
@@ -154,12 +154,12 @@ async fn open_incident(
 #[utoipa::path(get, path = "/api/v1/incidents", tag = "incidents",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("status" = Option<String>, Query, description = "open or resolved")),
-    responses((status = 200, body = IncidentList)))]
+    responses((status = 200, body = Page<IncidentResponse>), problems::Invalid))]
 async fn list_incidents(
     State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<IncidentList>, ApiError> {
+) -> Result<Json<Page<IncidentResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let status = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
         .find(|(name, _)| name == "status")
@@ -174,13 +174,13 @@ async fn list_incidents(
         .transpose()?;
     let after = page.cursor_as(IncidentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = alerting
+    let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering happens while scanning, so a page holds `limit` matching incidents.
+            // Filtering happens while scanning, so a page holds `limit` matching incidents;
+            // one more tells whether another page follows.
             let mut items = Vec::new();
             let mut after = after;
-            let mut next_cursor = None;
             'pages: loop {
                 let batch = db::incidents_of_org(txn, &org, after.as_ref(), 500)?;
                 let Some(last) = batch.last() else {
@@ -191,26 +191,26 @@ async fn list_incidents(
                     if status.is_some_and(|wanted| wanted != incident.status) {
                         continue;
                     }
-                    if items.len() == limit {
-                        next_cursor = items.last().map(|i: &Incident| i.id.to_string());
+                    items.push(incident);
+                    if items.len() > limit {
                         break 'pages;
                     }
-                    items.push(incident);
                 }
             }
-            Ok::<_, ApiError>((items, next_cursor))
+            Ok::<_, ApiError>(items)
         })
         .await?;
-    Ok(Json(IncidentList {
-        items: items.iter().map(incident_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |incident: &Incident| incident.id.to_string(),
+        incident_view,
+    )))
 }
 
 /// One incident with its timeline.
 #[utoipa::path(get, path = "/api/v1/incidents/{id}", tag = "incidents",
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn get_incident(
     State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
@@ -284,7 +284,7 @@ fn resolve(incident: &mut Incident, actor: &UserId, note: Option<&str>, now: Tim
 /// Changes an incident's fields (`incident.updated`); `status` resolves or reopens it.
 #[utoipa::path(patch, path = "/api/v1/incidents/{id}", tag = "incidents", request_body = UpdateIncidentRequest,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn update_incident(
     State(alerting): State<Alerting>,
     Member(caller): Member,
@@ -382,7 +382,7 @@ async fn update_incident(
 /// Adds a note to the timeline (`incident.updated`).
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/notes", tag = "incidents", request_body = NoteRequest,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 201, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 201, body = IncidentResponse), problems::NotFound))]
 async fn add_note(
     State(alerting): State<Alerting>,
     Member(caller): Member,
@@ -404,7 +404,7 @@ async fn add_note(
 /// Resolves an incident (`incident.resolved`); resolving a resolved one changes nothing.
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/resolve", tag = "incidents", request_body = Option<ResolveRequest>,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn resolve_incident(
     State(alerting): State<Alerting>,
     Member(caller): Member,

@@ -89,12 +89,6 @@ pub struct IncidentResponse {
     pub timeline: Vec<TimelineEntryResponse>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IncidentList {
-    pub items: Vec<IncidentResponse>,
-    pub next_cursor: Option<String>,
-}
-
 pub(crate) fn incident_view(incident: &Incident) -> IncidentResponse {
     let entry_view = |entry: &TimelineEntry| TimelineEntryResponse {
         at: entry.at.to_rfc3339(),

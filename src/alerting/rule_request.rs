@@ -93,12 +93,6 @@ pub struct RuleResponse {
     pub updated_at: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RuleList {
-    pub items: Vec<RuleResponse>,
-    pub next_cursor: Option<String>,
-}
-
 pub(super) fn rule_view(
     rule: &AlertRule,
     state: &RuleState,

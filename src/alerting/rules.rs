@@ -23,7 +23,8 @@ use super::transitions::end_rule_alert;
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::store::Store;
 
@@ -50,36 +51,40 @@ where
 /// Lists the organisation's alert rules, oldest first, each with its state.
 #[utoipa::path(get, path = "/api/v1/alert-rules", tag = "alerts",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = RuleList)))]
+    responses((status = 200, body = Page<RuleResponse>), problems::Invalid))]
 async fn list_rules(
     State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<RuleList>, ApiError> {
+) -> Result<Json<Page<RuleResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(RuleId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = alerting
+    // One row more than asked tells whether another page follows.
+    let rows = alerting
         .store()
         .read(move |txn| {
             let rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
-            let (rules, next) = page.split(rules, |rule| rule.id.to_string());
-            let mut items = Vec::with_capacity(rules.len());
-            for rule in &rules {
-                let reading = readings.get(&rule.id);
-                items.push(rule_view(rule, &db::rule_state(txn, rule)?, reading));
+            let mut rows = Vec::with_capacity(rules.len());
+            for rule in rules {
+                let state = db::rule_state(txn, &rule)?;
+                rows.push((rule, state));
             }
-            Ok::<_, ApiError>((items, next))
+            Ok::<_, ApiError>(rows)
         })
         .await?;
-    Ok(Json(RuleList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |(rule, _)| rule.id.to_string(),
+        |(rule, state)| rule_view(rule, state, readings.get(&rule.id)),
+    )))
 }
 
 /// Creates an alert rule; the evaluator picks it up at its next tick.
 #[utoipa::path(post, path = "/api/v1/alert-rules", tag = "alerts", request_body = RuleRequest,
     responses((status = 201, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 409, description = "the organisation has the most rules it may have", body = Problem, content_type = "application/problem+json")))]
 async fn create_rule(
     State(alerting): State<Alerting>,
@@ -122,7 +127,7 @@ async fn create_rule(
 /// One alert rule with its state.
 #[utoipa::path(get, path = "/api/v1/alert-rules/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert rule id")),
-    responses((status = 200, body = RuleResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = RuleResponse), problems::NotFound))]
 async fn get_rule(
     State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
@@ -223,8 +228,8 @@ async fn change_rule(
 #[utoipa::path(put, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 200, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::NotFound))]
 async fn replace_rule(
     State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
@@ -239,8 +244,8 @@ async fn replace_rule(
 #[utoipa::path(patch, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 200, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::NotFound))]
 async fn update_rule(
     State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
@@ -254,7 +259,7 @@ async fn update_rule(
 /// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.
 #[utoipa::path(delete, path = "/api/v1/alert-rules/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert rule id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_rule(
     State(alerting): State<Alerting>,
     Admin(caller): Admin,

@@ -20,7 +20,8 @@ use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
 use crate::http::ApiError;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::store::codec::Record;
 use crate::store::{RecordTable, Store, StoreError, tables};
 
@@ -118,12 +119,6 @@ pub struct ServiceView {
     pub errors_24h: u64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ServiceList {
-    pub items: Vec<ServiceView>,
-    pub next_cursor: Option<String>,
-}
-
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -136,13 +131,13 @@ where
 /// Services seen by this organisation, with their environments and error counts.
 #[utoipa::path(get, path = "/api/v1/services", tag = "services",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ServiceList)),
+    responses((status = 200, body = Page<ServiceView>), problems::Invalid),
     security(("session" = []), ("api_key" = [])))]
 async fn list_services(
     State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<ServiceList>, ApiError> {
+) -> Result<Json<Page<ServiceView>>, ApiError> {
     let store: Store = alerting.store().clone();
     let now = alerting.clock().now();
     // The cursor is the last name listed: any string is a position in name order.
@@ -151,23 +146,23 @@ async fn list_services(
         .read(move |txn| SERVICES.page_of_owner(txn, org.as_str(), after.as_deref(), limit + 1))
         .await
         .map_err(|e: StoreError| ApiError::from(e))?;
-    let (services, next_cursor) = page.split(services, |service| service.name.clone());
     let this_hour = now.unix_seconds().div_euclid(3600);
-    let items = services
-        .into_iter()
-        .map(|service| ServiceView {
-            errors_24h: service
-                .error_hours
-                .iter()
-                .filter(|(hour, _)| this_hour - hour < 24)
-                .map(|(_, n)| n)
-                .sum(),
-            name: service.name,
-            environments: service.environments,
-            last_seen: service.last_seen.to_rfc3339(),
-        })
-        .collect();
-    Ok(Json(ServiceList { items, next_cursor }))
+    let view = |service: &Service| ServiceView {
+        errors_24h: service
+            .error_hours
+            .iter()
+            .filter(|(hour, _)| this_hour - hour < 24)
+            .map(|(_, n)| n)
+            .sum(),
+        name: service.name.clone(),
+        environments: service.environments.clone(),
+        last_seen: service.last_seen.to_rfc3339(),
+    };
+    Ok(Json(page.answer(
+        services,
+        |service| service.name.clone(),
+        view,
+    )))
 }
 
 #[cfg(test)]
