@@ -73,8 +73,8 @@ impl FromRef<AppState> for crate::alerting::SpikeWake {
     }
 }
 
-impl FromRef<AppState> for crate::alerting::readings::RuleReadings {
-    fn from_ref(state: &AppState) -> crate::alerting::readings::RuleReadings {
+impl FromRef<AppState> for crate::alerting::rules::readings::RuleReadings {
+    fn from_ref(state: &AppState) -> crate::alerting::rules::readings::RuleReadings {
         state.alerting.readings().clone()
     }
 }
@@ -153,7 +153,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_invitations::routes())
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
-        .merge(crate::alerting::services::routes())
+        .merge(crate::alerting::services::api::routes())
         .merge(crate::ingest::settings_view::routes())
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())

@@ -2,14 +2,13 @@
 //! alerts, inbound events from build servers, CI systems and monitors, deployments, builds,
 //! incidents and alerts raised by external monitoring.
 //!
-//! Rooms: `model.rs` (records and the pure rules over them), `db.rs` (typed tables),
-//! `inbound.rs` (inbound tokens and the `Inbound<K>` extractor), `deployments.rs`,
-//! `builds.rs` (Jenkins), `incidents_model.rs` + `incidents_wire.rs` + `incidents.rs`,
-//! `alerts_model.rs` + `alerts.rs` (alerts; external ones), `rollup.rs` (counters written by
-//! ingest), `rules_model.rs` + `rules.rs` (rules), `evaluator.rs` + `transitions.rs` (the tick),
-//! `readings.rs` (each rule's last measured value, in memory),
-//! `stats.rs` (error events per interval, read from the rollups), `services.rs` (the services
-//! registry).
+//! Rooms, each with the files it needs (`api.rs` handlers and wire types, `model.rs` records
+//! and pure rules, `db.rs` typed tables): `inbound/` (inbound tokens and the `Inbound<K>`
+//! extractor), `releases/` (deployments and Jenkins builds), `incidents/`, `alerts/` (alerts;
+//! external ones in `external.rs`), `rules/` (rules, the request checks, each rule's last
+//! reading in memory), `evaluator/` (the tick, `transitions.rs` applying it, the spike state),
+//! `rollup/` (counters written by ingest; `api.rs` serves error events per interval from them),
+//! `services/` (the services registry). `db.rs` here holds the key helpers the rooms share.
 //!
 //! Ingest and errors feed alerting and never the reverse: they count telemetry into rollups
 //! (`RollupBatch`) and the services registry (`record_activity`) inside the transaction that
@@ -22,25 +21,14 @@
 //! call `Alerting::wake_deliveries` after it commits.
 
 pub mod alerts;
-pub mod alerts_model;
-pub mod builds;
-pub mod db;
-pub mod deployments;
+mod db;
 pub mod evaluator;
-pub mod external_alerts;
 pub mod inbound;
 pub mod incidents;
-pub mod incidents_model;
-pub mod incidents_wire;
-pub mod model;
-pub mod readings;
+pub mod releases;
 pub mod rollup;
-mod rule_request;
 pub mod rules;
-pub mod rules_model;
 pub mod services;
-pub mod stats;
-pub mod transitions;
 
 pub use evaluator::SpikeWake;
 pub use rollup::{Metric, RollupBatch};
@@ -71,7 +59,7 @@ struct Shared {
     /// The delivery queue's face: handlers wake it after committing outbound events.
     notify: Notify,
     /// Each enabled rule's last measurement, written by the evaluator.
-    readings: readings::RuleReadings,
+    readings: rules::readings::RuleReadings,
 }
 
 impl Alerting {
@@ -80,7 +68,7 @@ impl Alerting {
         clock: Clock,
         base_url: &url::Url,
         notify: Notify,
-        readings: readings::RuleReadings,
+        readings: rules::readings::RuleReadings,
     ) -> Alerting {
         Alerting {
             shared: Arc::new(Shared {
@@ -105,7 +93,7 @@ impl Alerting {
         &self.shared.base_url
     }
 
-    pub fn readings(&self) -> &readings::RuleReadings {
+    pub fn readings(&self) -> &rules::readings::RuleReadings {
         &self.shared.readings
     }
 
@@ -122,14 +110,14 @@ where
     Auth: FromRef<S>,
     Alerting: FromRef<S>,
     Store: FromRef<S>,
-    readings::RuleReadings: FromRef<S>,
+    rules::readings::RuleReadings: FromRef<S>,
 {
     OpenApiRouter::new()
-        .merge(inbound::routes())
-        .merge(deployments::routes())
-        .merge(builds::routes())
-        .merge(incidents::routes())
-        .merge(alerts::routes())
-        .merge(rules::routes())
-        .merge(stats::routes())
+        .merge(inbound::api::routes())
+        .merge(releases::deployments::routes())
+        .merge(releases::builds::routes())
+        .merge(incidents::api::routes())
+        .merge(alerts::api::routes())
+        .merge(rules::api::routes())
+        .merge(rollup::api::routes())
 }

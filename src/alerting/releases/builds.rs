@@ -12,11 +12,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
 use super::db;
 use super::deployments::{optional, required};
-use super::inbound::{Inbound, JenkinsKind};
 use super::model::{Build, BuildId, BuildNotification, apply_notification, phase_rank};
+use crate::alerting::Alerting;
+use crate::alerting::inbound::api::{Inbound, JenkinsKind};
 use crate::auth::{Auth, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;

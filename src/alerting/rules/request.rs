@@ -6,16 +6,16 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use super::model::SEVERITIES;
+use super::model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
 use super::readings::{Reading, RuleStatus, rule_status};
-use super::rollup::MAX_WINDOW_SECONDS;
-use super::rules_model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
 use crate::accounts::model::OrgId;
+use crate::alerting::alerts::model::SEVERITIES;
+use crate::alerting::rollup::MAX_WINDOW_SECONDS;
 use crate::clock::Timestamp;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::ReadTxn;
 
-use super::rules::{DEFAULT_WINDOW_SECONDS, MAX_CHANNELS, MAX_PERIOD_SECONDS};
+use super::api::{DEFAULT_WINDOW_SECONDS, MAX_CHANNELS, MAX_PERIOD_SECONDS};
 
 /// `null` and absent differ: `Some(None)` clears a field, `None` leaves it.
 pub(super) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(

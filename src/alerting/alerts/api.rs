@@ -15,15 +15,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
-use super::alerts_model::{
-    Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report,
-};
 use super::db;
-use super::external_alerts::{
-    AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report,
-};
-use super::inbound::{AlertsKind, Inbound};
+use super::external::{AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report};
+use super::model::{Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report};
+use crate::alerting::Alerting;
+use crate::alerting::inbound::api::{AlertsKind, Inbound};
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
@@ -123,7 +119,7 @@ pub(super) fn alert_view(alert: &Alert) -> AlertResponse {
     }
 }
 
-pub(super) fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
+pub(crate) fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
     let timestamp = alert
         .history
         .last()
@@ -321,7 +317,7 @@ async fn acknowledge_alert(
             }
             alert.acknowledged_by = Some(user.clone());
             alert.acknowledged_at = Some(now);
-            alert.record(super::alerts_model::AlertHistoryEntry {
+            alert.record(super::model::AlertHistoryEntry {
                 at: now,
                 kind: "acknowledged".to_string(),
                 actor_id: Some(user.clone()),

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::incidents_model::{Incident, IncidentStatus, TimelineEntry};
+use super::model::{Incident, IncidentStatus, TimelineEntry};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

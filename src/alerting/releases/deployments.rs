@@ -16,11 +16,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
 use super::db;
-use super::inbound::{DeploymentsKind, Inbound};
 use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
-use super::services::{Activity, record_activity};
+use crate::alerting::Alerting;
+use crate::alerting::inbound::api::{DeploymentsKind, Inbound};
+use crate::alerting::services::{Activity, record_activity};
 use crate::auth::{Auth, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;

@@ -14,18 +14,19 @@ use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
 use super::db;
-use super::deployments::{optional, required};
-use super::incidents_model::{
+use super::model::IncidentId;
+use super::model::{
     FieldChange, Incident, IncidentStatus, MAX_TIMELINE, TimelineEntry, field_changes,
 };
-use super::incidents_wire::{
+use super::views::{
     IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest, UpdateIncidentRequest,
     incident_view,
 };
-use super::model::{IncidentId, SEVERITIES};
 use crate::accounts::model::UserId;
+use crate::alerting::Alerting;
+use crate::alerting::alerts::model::SEVERITIES;
+use crate::alerting::releases::deployments::{optional, required};
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::Timestamp;
 use crate::http::extract::parse_json;
@@ -57,7 +58,7 @@ fn checked_severity(severity: &str) -> Result<String, ApiError> {
     }
 }
 
-pub(super) fn incident_event(
+pub(crate) fn incident_event(
     name: &'static str,
     incident: &Incident,
     text: &str,

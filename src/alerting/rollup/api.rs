@@ -14,9 +14,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
-use super::rollup::{self, Metric};
 use crate::accounts::model::OrgId;
+use crate::alerting::Alerting;
+use crate::alerting::rollup::{self, Metric};
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
 use crate::http::ApiError;

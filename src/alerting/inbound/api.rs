@@ -20,9 +20,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
 use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
+use crate::alerting::Alerting;
 use crate::auth::token_flow::{self, TokenFlow};
 use crate::auth::{Admin, Auth};
 use crate::http::page::{Page, PageRequest};

@@ -14,12 +14,12 @@ use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::Alerting;
 use super::db;
+use super::model::{AlertRule, RuleId, RuleState};
 use super::readings::RuleReadings;
-use super::rule_request::*;
-use super::rules_model::{AlertRule, RuleId, RuleState};
-use super::transitions::end_rule_alert;
+use super::request::*;
+use crate::alerting::Alerting;
+use crate::alerting::evaluator::transitions::end_rule_alert;
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
