@@ -8,7 +8,9 @@
 //! external ones in `external.rs`), `rules/` (rules, the request checks, each rule's last
 //! reading in memory), `evaluator/` (the tick, `transitions.rs` applying it, the spike state),
 //! `rollup/` (counters written by ingest; `api.rs` serves error events per interval from them),
-//! `services/` (the services registry). `db.rs` here holds the key helpers the rooms share.
+//! `services/` (the services registry). `db.rs` here holds the key helpers the rooms share;
+//! `error.rs` the `AlertingError` that transactions and db code return, mapped to problem
+//! answers in `api.rs` alone.
 //!
 //! Ingest and errors feed alerting and never the reverse: they count telemetry into rollups
 //! (`RollupBatch`) and the services registry (`record_activity`) inside the transaction that
@@ -21,7 +23,9 @@
 //! call `Alerting::wake_deliveries` after it commits.
 
 pub mod alerts;
+mod api;
 mod db;
+mod error;
 pub mod evaluator;
 pub mod inbound;
 pub mod incidents;
@@ -30,6 +34,7 @@ pub mod rollup;
 pub mod rules;
 pub mod services;
 
+pub use error::AlertingError;
 pub use evaluator::SpikeWake;
 pub use rollup::{Metric, RollupBatch};
 pub use services::{Activity, record_activity};

@@ -18,8 +18,8 @@ use utoipa_axum::routes;
 use super::db;
 use super::external::{AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report};
 use super::model::{Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report};
-use crate::alerting::Alerting;
 use crate::alerting::inbound::api::{AlertsKind, Inbound};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Member, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
@@ -208,7 +208,7 @@ async fn alert_webhook(
                 }
                 answer.items.push(alert_view(&alert));
             }
-            Ok::<_, ApiError>(answer)
+            Ok::<_, AlertingError>(answer)
         })
         .await?;
     alerting.wake_deliveries();
@@ -261,7 +261,7 @@ async fn list_alerts(
                     }
                 }
             }
-            Ok::<_, ApiError>(items)
+            Ok::<_, AlertingError>(items)
         })
         .await?;
     Ok(Json(page.answer(
@@ -311,9 +311,9 @@ async fn acknowledge_alert(
         .store()
         .write(move |txn| {
             let mut alert =
-                db::alert_of_org(txn, &org, &id)?.ok_or_else(|| ApiError::not_found("alert"))?;
+                db::alert_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert"))?;
             if alert.acknowledged_at.is_some() {
-                return Ok::<_, ApiError>(alert);
+                return Ok::<_, AlertingError>(alert);
             }
             alert.acknowledged_by = Some(user.clone());
             alert.acknowledged_at = Some(now);

@@ -24,9 +24,9 @@ use super::views::{
     incident_view,
 };
 use crate::accounts::model::UserId;
-use crate::alerting::Alerting;
 use crate::alerting::alerts::model::SEVERITIES;
 use crate::alerting::releases::deployments::{optional, required};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::Timestamp;
 use crate::http::extract::parse_json;
@@ -144,7 +144,7 @@ async fn open_incident(
                 txn,
                 &incident_event("incident.opened", &stored, &opened, &base_url),
             )?;
-            Ok::<_, ApiError>(())
+            Ok::<_, AlertingError>(())
         })
         .await?;
     alerting.wake_deliveries();
@@ -198,7 +198,7 @@ async fn list_incidents(
                     }
                 }
             }
-            Ok::<_, ApiError>(items)
+            Ok::<_, AlertingError>(items)
         })
         .await?;
     Ok(Json(page.answer(
@@ -237,7 +237,7 @@ async fn change_incident(
     alerting: &Alerting,
     caller: &crate::auth::Caller,
     id: &str,
-    change: impl Fn(&mut Incident, Timestamp) -> Result<Change, ApiError> + Send + 'static,
+    change: impl Fn(&mut Incident, Timestamp) -> Result<Change, AlertingError> + Send + 'static,
 ) -> Result<Json<IncidentResponse>, ApiError> {
     let id = parse_incident_id(id)?;
     let org = caller.org_id.clone();
@@ -246,16 +246,13 @@ async fn change_incident(
     let incident = alerting
         .store()
         .write(move |txn| {
-            let mut incident = db::incident_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("incident"))?;
+            let mut incident =
+                db::incident_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("incident"))?;
             let Some((event, text)) = change(&mut incident, now)? else {
-                return Ok::<_, ApiError>(incident);
+                return Ok::<_, AlertingError>(incident);
             };
             if incident.timeline.len() > MAX_TIMELINE {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidPayload,
-                    format!("the incident's timeline is full ({MAX_TIMELINE} entries)"),
-                ));
+                return Err(AlertingError::TimelineFull(MAX_TIMELINE));
             }
             db::put_incident(txn, &incident)?;
             notify::emit(txn, &incident_event(event, &incident, &text, &base_url))?;

@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 use super::db;
 use super::deployments::{optional, required};
 use super::model::{Build, BuildId, BuildNotification, apply_notification, phase_rank};
-use crate::alerting::Alerting;
 use crate::alerting::inbound::api::{Inbound, JenkinsKind};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
@@ -163,7 +163,7 @@ async fn jenkins_notify(
             };
             apply_notification(&mut build, &note, now);
             db::put_build(txn, &build)?;
-            Ok::<_, ApiError>(build)
+            Ok::<_, AlertingError>(build)
         })
         .await?;
     Ok(Json(build_view(&build)))

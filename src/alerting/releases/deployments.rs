@@ -18,9 +18,9 @@ use utoipa_axum::routes;
 
 use super::db;
 use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
-use crate::alerting::Alerting;
 use crate::alerting::inbound::api::{DeploymentsKind, Inbound};
 use crate::alerting::services::{Activity, record_activity};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
@@ -220,7 +220,7 @@ async fn deployment_webhook(
                     &deployment_event("deployment.finished", &deployment, &base_url),
                 )?;
             }
-            Ok::<_, ApiError>((deployment, existing.is_none()))
+            Ok::<_, AlertingError>((deployment, existing.is_none()))
         })
         .await?;
     alerting.wake_deliveries();

@@ -18,14 +18,14 @@ use super::db;
 use super::model::{AlertRule, RuleId, RuleState};
 use super::readings::RuleReadings;
 use super::request::*;
-use crate::alerting::Alerting;
 use crate::alerting::evaluator::transitions::end_rule_alert;
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
-use crate::http::{ApiError, ApiJson, ErrorCode};
+use crate::http::{ApiError, ApiJson};
 use crate::store::Store;
 
 /// The most rules one organisation may have.
@@ -71,7 +71,7 @@ async fn list_rules(
                 let state = db::rule_state(txn, &rule)?;
                 rows.push((rule, state));
             }
-            Ok::<_, ApiError>(rows)
+            Ok::<_, AlertingError>(rows)
         })
         .await?;
     Ok(Json(page.answer(
@@ -100,10 +100,7 @@ async fn create_rule(
         .write(move |txn| {
             check_channels(txn, &stored)?;
             if db::rule_count(txn, &stored.org_id)? >= MAX_RULES_PER_ORG {
-                return Err(ApiError::new(
-                    ErrorCode::LimitReached,
-                    format!("an organisation has at most {MAX_RULES_PER_ORG} alert rules"),
-                ));
+                return Err(AlertingError::RuleLimit(MAX_RULES_PER_ORG));
             }
             db::put_rule(txn, &stored)?;
             audit::record(
@@ -139,25 +136,25 @@ async fn get_rule(
     let view = alerting
         .store()
         .read(move |txn| {
-            let rule = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let rule =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let state = db::rule_state(txn, &rule)?;
             let reading = readings.get(&rule.id);
-            Ok::<_, ApiError>(rule_view(&rule, &state, reading))
+            Ok::<_, AlertingError>(rule_view(&rule, &state, reading))
         })
         .await?;
     Ok(Json(view))
 }
 
 /// How a change makes the new rule from the stored one, the request and the time.
-type Edit = fn(&AlertRule, RuleRequest, Timestamp) -> Result<AlertRule, ApiError>;
+type Edit = fn(&AlertRule, RuleRequest, Timestamp) -> Result<AlertRule, AlertingError>;
 
 /// `PUT`: the stored rule's identity, every other field from the request or its default.
 fn replacement(
     stored: &AlertRule,
     request: RuleRequest,
     now: Timestamp,
-) -> Result<AlertRule, ApiError> {
+) -> Result<AlertRule, AlertingError> {
     let base = AlertRule {
         id: stored.id.clone(),
         created_at: stored.created_at,
@@ -171,7 +168,7 @@ fn update(
     stored: &AlertRule,
     request: RuleRequest,
     _now: Timestamp,
-) -> Result<AlertRule, ApiError> {
+) -> Result<AlertRule, AlertingError> {
     patched(stored.clone(), request)
 }
 
@@ -193,8 +190,8 @@ async fn change_rule(
     let (view, events) = alerting
         .store()
         .write(move |txn| {
-            let stored = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let stored =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let mut rule = edit(&stored, request.clone(), now)?;
             rule.updated_at = now;
             check_channels(txn, &rule)?;
@@ -215,7 +212,7 @@ async fn change_rule(
                 json!({"name": rule.name, "enabled": rule.enabled}),
                 now,
             )?;
-            Ok::<_, ApiError>((rule_view(&rule, &state, reading), events))
+            Ok::<_, AlertingError>((rule_view(&rule, &state, reading), events))
         })
         .await?;
     if events > 0 {
@@ -272,8 +269,8 @@ async fn delete_rule(
     let events = alerting
         .store()
         .write(move |txn| {
-            let rule = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let rule =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let state = db::rule_state(txn, &rule)?;
             let events = end_rule_alert(txn, &org, &state.phase, now, &base_url)?;
             db::remove_rule(txn, &rule)?;
@@ -286,7 +283,7 @@ async fn delete_rule(
                 json!({"name": rule.name}),
                 now,
             )?;
-            Ok::<_, ApiError>(events)
+            Ok::<_, AlertingError>(events)
         })
         .await?;
     if events > 0 {
