@@ -15,7 +15,7 @@ use std::time::Instant;
 use lookout::accounts::model::Org;
 use lookout::agents::Agents;
 use lookout::alerting::evaluator::Evaluator;
-use lookout::alerting::rules_model::{AlertRule, RuleId, RuleKind};
+use lookout::alerting::rules::model::{AlertRule, RuleId, RuleKind};
 use lookout::clock::{Clock, Timestamp};
 use lookout::config::{WebErrorAlertSettings, WebhookSettings};
 use lookout::notify::Notify;
@@ -140,7 +140,7 @@ fn main() {
     runtime
         .block_on(store.write(move |txn| {
             for rule in &all_rules {
-                lookout::alerting::db::put_rule(txn, rule)?;
+                lookout::alerting::rules::db::put_rule(txn, rule)?;
             }
             Ok::<_, StoreError>(())
         }))

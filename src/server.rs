@@ -29,6 +29,7 @@ use utoipa_axum::routes;
 use crate::admin::AdminContext;
 use crate::admin::server::AdminSocket;
 use crate::agents::Agents;
+use crate::alerting::Alerting;
 use crate::auth::{Admin, Auth};
 use crate::clock::Clock;
 use crate::config::Config;
@@ -55,20 +56,26 @@ pub struct AppState {
     pub notify: Notify,
     pub agents: Agents,
     pub search: crate::errors::search::Search,
-    pub spikes: crate::alerting::evaluator::SpikeWake,
-    pub rule_readings: crate::alerting::readings::RuleReadings,
+    pub alerting: Alerting,
+    pub spikes: crate::alerting::SpikeWake,
     pub metrics: PrometheusHandle,
 }
 
-impl FromRef<AppState> for crate::alerting::evaluator::SpikeWake {
-    fn from_ref(state: &AppState) -> crate::alerting::evaluator::SpikeWake {
+impl FromRef<AppState> for Alerting {
+    fn from_ref(state: &AppState) -> Alerting {
+        state.alerting.clone()
+    }
+}
+
+impl FromRef<AppState> for crate::alerting::SpikeWake {
+    fn from_ref(state: &AppState) -> crate::alerting::SpikeWake {
         state.spikes.clone()
     }
 }
 
-impl FromRef<AppState> for crate::alerting::readings::RuleReadings {
-    fn from_ref(state: &AppState) -> crate::alerting::readings::RuleReadings {
-        state.rule_readings.clone()
+impl FromRef<AppState> for crate::alerting::rules::readings::RuleReadings {
+    fn from_ref(state: &AppState) -> crate::alerting::rules::readings::RuleReadings {
+        state.alerting.readings().clone()
     }
 }
 
@@ -146,7 +153,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::auth::api_invitations::routes())
         .merge(crate::auth::api_org::routes())
         .merge(crate::auth::api_audit::routes())
-        .merge(crate::alerting::services::routes())
+        .merge(crate::alerting::services::api::routes())
         .merge(crate::ingest::settings_view::routes())
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())
@@ -316,6 +323,13 @@ pub async fn run(
         agents.clone(),
         config.web_error_alerts.clone(),
     );
+    let alerting = Alerting::new(
+        store.clone(),
+        clock.clone(),
+        &base_url,
+        notify.clone(),
+        evaluator.readings(),
+    );
     let state = AppState {
         config: config.clone(),
         store: store.clone(),
@@ -325,8 +339,8 @@ pub async fn run(
         notify: notify.clone(),
         agents,
         search: search.clone(),
+        alerting,
         spikes: evaluator.spike_wake(),
-        rule_readings: evaluator.readings(),
         metrics,
     };
     let router = build_router(state);

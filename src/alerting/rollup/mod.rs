@@ -16,6 +16,8 @@
 //! percentile is the mean of the bin it falls in: exact when the bin's values are equal, and
 //! within one bin's width (about 9 %) otherwise.
 
+pub mod api;
+
 use std::collections::HashMap;
 
 use redb::WriteTransaction;
@@ -388,5 +390,4 @@ pub fn remove_rows(txn: &WriteTransaction, keys: &[String]) -> Result<usize, Sto
 }
 
 #[cfg(test)]
-#[path = "rollup_tests.rs"]
 mod tests;

@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::SEVERITIES;
 use crate::accounts::model::{OrgId, UserId};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
+
+/// The allowed severities, shared with alert rules (CONTRACT.md section 4).
+pub const SEVERITIES: &[&str] = &["critical", "high", "warning", "info"];
 
 crate::typed_id!(
     /// An alert (`alr_…`).

@@ -15,26 +15,23 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::alerts_model::{
-    Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report,
-};
 use super::db;
-use super::external_alerts::{
-    AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report,
-};
-use super::inbound::{AlertsKind, Inbound};
+use super::external::{AlertmanagerPayload, GenericAlert, alertmanager_reports, generic_report};
+use super::model::{Alert, AlertChange, AlertId, AlertReport, AlertState, apply_alert_report};
+use crate::alerting::inbound::api::{AlertsKind, Inbound};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Member, Viewer};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::{self, Event, EventExtra, Notify};
+use crate::notify::{self, Event, EventExtra};
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -77,12 +74,6 @@ pub struct AlertResponse {
     pub rule_id: Option<String>,
     /// The incident its rule opened with it.
     pub incident_id: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AlertList {
-    pub items: Vec<AlertResponse>,
-    pub next_cursor: Option<String>,
 }
 
 /// What one webhook request did.
@@ -128,7 +119,7 @@ pub(super) fn alert_view(alert: &Alert) -> AlertResponse {
     }
 }
 
-pub(super) fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
+pub(crate) fn alert_event(name: &'static str, alert: &Alert, base_url: &str) -> Event {
     let timestamp = alert
         .history
         .last()
@@ -174,18 +165,18 @@ fn reports_of(value: Value) -> Result<Vec<AlertReport>, ApiError> {
     params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
         ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 200, body = AlertWebhookResponse),
-        (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated,
+        problems::Forbidden))]
 async fn alert_webhook(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     inbound: Inbound<AlertsKind>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<AlertWebhookResponse>, ApiError> {
     let reports = reports_of(body)?;
     let org = inbound.token.org_id.clone();
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let answer = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let answer = alerting
         .store()
         .write(move |txn| {
             let mut answer = AlertWebhookResponse::default();
@@ -217,10 +208,10 @@ async fn alert_webhook(
                 }
                 answer.items.push(alert_view(&alert));
             }
-            Ok::<_, ApiError>(answer)
+            Ok::<_, AlertingError>(answer)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(answer))
 }
 
@@ -228,12 +219,12 @@ async fn alert_webhook(
 #[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("state" = Option<String>, Query, description = "pending, firing or resolved")),
-    responses((status = 200, body = AlertList)))]
+    responses((status = 200, body = Page<AlertResponse>), problems::Invalid))]
 async fn list_alerts(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<AlertList>, ApiError> {
+) -> Result<Json<Page<AlertResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let state = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
         .find(|(name, _)| name == "state")
@@ -248,11 +239,12 @@ async fn list_alerts(
         .transpose()?;
     let after = page.cursor_as(AlertId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering while scanning keeps `limit` matching alerts on a page.
-            let (mut items, mut after, mut next_cursor) = (Vec::new(), after, None);
+            // Filtering while scanning keeps `limit` matching alerts on a page; one more
+            // tells whether another page follows.
+            let (mut items, mut after) = (Vec::new(), after);
             'pages: loop {
                 let batch = db::alerts_of_org(txn, &org, after.as_ref(), 500)?;
                 let Some(last) = batch.last() else {
@@ -263,20 +255,20 @@ async fn list_alerts(
                     if state.is_some_and(|wanted| wanted != alert.state) {
                         continue;
                     }
-                    if items.len() == limit {
-                        next_cursor = items.last().map(|a: &Alert| a.id.to_string());
+                    items.push(alert);
+                    if items.len() > limit {
                         break 'pages;
                     }
-                    items.push(alert);
                 }
             }
-            Ok::<_, ApiError>((items, next_cursor))
+            Ok::<_, AlertingError>(items)
         })
         .await?;
-    Ok(Json(AlertList {
-        items: items.iter().map(alert_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |alert: &Alert| alert.id.to_string(),
+        alert_view,
+    )))
 }
 
 fn parse_alert_id(id: &str) -> Result<AlertId, ApiError> {
@@ -286,15 +278,15 @@ fn parse_alert_id(id: &str) -> Result<AlertId, ApiError> {
 /// One alert with its history.
 #[utoipa::path(get, path = "/api/v1/alerts/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert id")),
-    responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = AlertResponse), problems::NotFound))]
 async fn get_alert(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<AlertResponse>, ApiError> {
     let id = parse_alert_id(&id)?;
     let org = caller.org_id.clone();
-    let alert = notify
+    let alert = alerting
         .store()
         .read(move |txn| db::alert_of_org(txn, &org, &id))
         .await?
@@ -305,27 +297,27 @@ async fn get_alert(
 /// Claims an alert (`alert.acknowledged`, once); acknowledging again changes nothing.
 #[utoipa::path(post, path = "/api/v1/alerts/{id}/acknowledge", tag = "alerts",
     params(("id" = String, Path, description = "alert id")),
-    responses((status = 200, body = AlertResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = AlertResponse), problems::NotFound))]
 async fn acknowledge_alert(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
 ) -> Result<Json<AlertResponse>, ApiError> {
     let id = parse_alert_id(&id)?;
     let (org, user) = (caller.org_id.clone(), caller.user_id.clone());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let alert = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let alert = alerting
         .store()
         .write(move |txn| {
             let mut alert =
-                db::alert_of_org(txn, &org, &id)?.ok_or_else(|| ApiError::not_found("alert"))?;
+                db::alert_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert"))?;
             if alert.acknowledged_at.is_some() {
-                return Ok::<_, ApiError>(alert);
+                return Ok::<_, AlertingError>(alert);
             }
             alert.acknowledged_by = Some(user.clone());
             alert.acknowledged_at = Some(now);
-            alert.record(super::alerts_model::AlertHistoryEntry {
+            alert.record(super::model::AlertHistoryEntry {
                 at: now,
                 kind: "acknowledged".to_string(),
                 actor_id: Some(user.clone()),
@@ -339,6 +331,6 @@ async fn acknowledge_alert(
             Ok(alert)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(alert_view(&alert)))
 }

@@ -6,10 +6,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::IncidentId;
 use crate::accounts::model::{OrgId, UserId};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
+
+crate::typed_id!(
+    /// An incident (`inc_…`).
+    IncidentId,
+    "inc_"
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::rules_model::{AlertRule, Phase, RuleId, RuleState};
+use super::model::{AlertRule, Phase, RuleId, RuleState};
 use crate::clock::Timestamp;
 
 /// One rule's last measurement.
@@ -83,8 +83,8 @@ pub fn rule_status(rule: &AlertRule, state: &RuleState, reading: Option<Reading>
 mod tests {
     use super::*;
     use crate::accounts::model::OrgId;
-    use crate::alerting::alerts_model::AlertId;
-    use crate::alerting::rules_model::RuleKind;
+    use crate::alerting::alerts::model::AlertId;
+    use crate::alerting::rules::model::RuleKind;
 
     fn rule(enabled: bool) -> AlertRule {
         AlertRule {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::incidents_model::{Incident, IncidentStatus, TimelineEntry};
+use super::model::{Incident, IncidentStatus, TimelineEntry};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -87,12 +87,6 @@ pub struct IncidentResponse {
     pub resolved_at: Option<String>,
     pub alert_ids: Vec<String>,
     pub timeline: Vec<TimelineEntryResponse>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IncidentList {
-    pub items: Vec<IncidentResponse>,
-    pub next_cursor: Option<String>,
 }
 
 pub(crate) fn incident_view(incident: &Incident) -> IncidentResponse {

@@ -8,20 +8,14 @@
 //! `last_seen` and the hourly error buckets use arrival times (a client cannot date itself into
 //! the future); a service keeps at most `MAX_ENVIRONMENTS` environments and 24 hourly buckets.
 
-use axum::Json;
-use axum::extract::{FromRef, State};
+pub mod api;
+
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::accounts::model::OrgId;
-use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
-use crate::http::ApiError;
-use crate::http::page::PageRequest;
 use crate::store::codec::Record;
-use crate::store::{RecordTable, Store, StoreError, tables};
+use crate::store::{RecordTable, StoreError, tables};
 
 /// Environments remembered per service; more are not added (a hostile client could send many).
 pub const MAX_ENVIRONMENTS: usize = 50;
@@ -106,66 +100,6 @@ fn apply_activity(service: &mut Service, item: &Activity) {
         service.error_hours.retain(|(h, _)| newest - h < HOURS_KEPT);
         service.error_hours.sort();
     }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ServiceView {
-    pub name: String,
-    pub environments: Vec<String>,
-    pub last_seen: String,
-    /// Error events received in the last 24 hours.
-    pub errors_24h: u64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ServiceList {
-    pub items: Vec<ServiceView>,
-    pub next_cursor: Option<String>,
-}
-
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Auth: FromRef<S>,
-{
-    OpenApiRouter::new().routes(routes!(list_services))
-}
-
-/// Services seen by this organisation, with their environments and error counts.
-#[utoipa::path(get, path = "/api/v1/services", tag = "services",
-    params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ServiceList)),
-    security(("session" = []), ("api_key" = [])))]
-async fn list_services(
-    State(auth): State<Auth>,
-    Viewer(caller): Viewer,
-    page: PageRequest,
-) -> Result<Json<ServiceList>, ApiError> {
-    let store: Store = auth.store().clone();
-    let now = auth.clock().now();
-    // The cursor is the last name listed: any string is a position in name order.
-    let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
-    let services = store
-        .read(move |txn| SERVICES.page_of_owner(txn, org.as_str(), after.as_deref(), limit + 1))
-        .await
-        .map_err(|e: StoreError| ApiError::from(e))?;
-    let (services, next_cursor) = page.split(services, |service| service.name.clone());
-    let this_hour = now.unix_seconds().div_euclid(3600);
-    let items = services
-        .into_iter()
-        .map(|service| ServiceView {
-            errors_24h: service
-                .error_hours
-                .iter()
-                .filter(|(hour, _)| this_hour - hour < 24)
-                .map(|(_, n)| n)
-                .sum(),
-            name: service.name,
-            environments: service.environments,
-            last_seen: service.last_seen.to_rfc3339(),
-        })
-        .collect();
-    Ok(Json(ServiceList { items, next_cursor }))
 }
 
 #[cfg(test)]

@@ -14,21 +14,21 @@ use utoipa_axum::routes;
 
 use super::db;
 use super::deployments::{optional, required};
-use super::inbound::{Inbound, JenkinsKind};
 use super::model::{Build, BuildId, BuildNotification, apply_notification, phase_rank};
+use crate::alerting::inbound::api::{Inbound, JenkinsKind};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Viewer};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, newest_first};
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -78,12 +78,6 @@ pub struct BuildResponse {
     pub branch: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct BuildList {
-    pub items: Vec<BuildResponse>,
-    pub next_cursor: Option<String>,
 }
 
 fn build_view(build: &Build) -> BuildResponse {
@@ -137,17 +131,17 @@ fn validated(request: &JenkinsNotification) -> Result<BuildNotification, ApiErro
     params(("X-Lookout-Token" = Option<String>, Header, description = "inbound token"),
         ("token" = Option<String>, Query, description = "inbound token, when X-Lookout-Token cannot be sent")),
     responses((status = 200, body = BuildResponse),
-        (status = 401, description = "missing, unknown or revoked token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "a token of another kind", body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated,
+        problems::Forbidden))]
 async fn jenkins_notify(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     inbound: Inbound<JenkinsKind>,
     ApiJson(request): ApiJson<JenkinsNotification>,
 ) -> Result<Json<BuildResponse>, ApiError> {
     let note = validated(&request)?;
     let org = inbound.token.org_id.clone();
-    let now = notify.clock().now();
-    let build = notify
+    let now = alerting.clock().now();
+    let build = alerting
         .store()
         .write(move |txn| {
             let mut build = match db::build_by_number(txn, &org, &note.job, note.number)? {
@@ -169,7 +163,7 @@ async fn jenkins_notify(
             };
             apply_notification(&mut build, &note, now);
             db::put_build(txn, &build)?;
-            Ok::<_, ApiError>(build)
+            Ok::<_, AlertingError>(build)
         })
         .await?;
     Ok(Json(build_view(&build)))
@@ -180,24 +174,23 @@ async fn jenkins_notify(
 #[utoipa::path(get, path = "/api/v1/builds", tag = "builds",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
-    responses((status = 200, body = BuildList),
-        (status = 400, description = "invalid_parameter", body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<BuildResponse>), problems::Invalid))]
 async fn list_builds(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<BuildList>, ApiError> {
+) -> Result<Json<Page<BuildResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(BuildId::parse)?;
     let newest = newest_first(&filters(query.as_deref(), &["order"])?)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let rows = notify
+    let rows = alerting
         .store()
         .read(move |txn| db::builds_of_org(txn, &org, after.as_ref(), limit + 1, newest))
         .await?;
-    let (rows, next_cursor) = page.split(rows, |build| build.id.to_string());
-    Ok(Json(BuildList {
-        items: rows.iter().map(build_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |build| build.id.to_string(),
+        build_view,
+    )))
 }

@@ -15,29 +15,31 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
-use super::deployments::{optional, required};
-use super::incidents_model::{
+use super::model::IncidentId;
+use super::model::{
     FieldChange, Incident, IncidentStatus, MAX_TIMELINE, TimelineEntry, field_changes,
 };
-use super::incidents_wire::{
-    IncidentList, IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest,
-    UpdateIncidentRequest, incident_view,
+use super::views::{
+    IncidentResponse, NoteRequest, OpenIncidentRequest, ResolveRequest, UpdateIncidentRequest,
+    incident_view,
 };
-use super::model::{IncidentId, SEVERITIES};
 use crate::accounts::model::UserId;
+use crate::alerting::alerts::model::SEVERITIES;
+use crate::alerting::releases::deployments::{optional, required};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::Timestamp;
-use crate::http::error::Problem;
 use crate::http::extract::parse_json;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::{self, Event, EventExtra, Notify};
+use crate::notify::{self, Event, EventExtra};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(open_incident, list_incidents))
@@ -56,7 +58,7 @@ fn checked_severity(severity: &str) -> Result<String, ApiError> {
     }
 }
 
-pub(super) fn incident_event(
+pub(crate) fn incident_event(
     name: &'static str,
     incident: &Incident,
     text: &str,
@@ -100,9 +102,9 @@ fn parse_incident_id(id: &str) -> Result<IncidentId, ApiError> {
 /// Opens an incident by hand.
 #[utoipa::path(post, path = "/api/v1/incidents", tag = "incidents", request_body = OpenIncidentRequest,
     responses((status = 201, body = IncidentResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid))]
 async fn open_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     ApiJson(request): ApiJson<OpenIncidentRequest>,
 ) -> Result<(StatusCode, Json<IncidentResponse>), ApiError> {
@@ -113,7 +115,7 @@ async fn open_incident(
             "alert_ids: at most 100",
         ));
     }
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let title = required("title", &request.title, 300)?;
     let mut incident = Incident {
         id: IncidentId::generate(),
@@ -133,8 +135,8 @@ async fn open_incident(
     incident
         .timeline
         .push(entry(now, "opened", &caller.user_id, opened.clone()));
-    let (stored, base_url) = (incident.clone(), notify.base_url().to_string());
-    notify
+    let (stored, base_url) = (incident.clone(), alerting.base_url().to_string());
+    alerting
         .store()
         .write(move |txn| {
             db::put_incident(txn, &stored)?;
@@ -142,10 +144,10 @@ async fn open_incident(
                 txn,
                 &incident_event("incident.opened", &stored, &opened, &base_url),
             )?;
-            Ok::<_, ApiError>(())
+            Ok::<_, AlertingError>(())
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok((StatusCode::CREATED, Json(incident_view(&incident))))
 }
 
@@ -153,12 +155,12 @@ async fn open_incident(
 #[utoipa::path(get, path = "/api/v1/incidents", tag = "incidents",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query),
         ("status" = Option<String>, Query, description = "open or resolved")),
-    responses((status = 200, body = IncidentList)))]
+    responses((status = 200, body = Page<IncidentResponse>), problems::Invalid))]
 async fn list_incidents(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<IncidentList>, ApiError> {
+) -> Result<Json<Page<IncidentResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let status = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
         .find(|(name, _)| name == "status")
@@ -173,13 +175,13 @@ async fn list_incidents(
         .transpose()?;
     let after = page.cursor_as(IncidentId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering happens while scanning, so a page holds `limit` matching incidents.
+            // Filtering happens while scanning, so a page holds `limit` matching incidents;
+            // one more tells whether another page follows.
             let mut items = Vec::new();
             let mut after = after;
-            let mut next_cursor = None;
             'pages: loop {
                 let batch = db::incidents_of_org(txn, &org, after.as_ref(), 500)?;
                 let Some(last) = batch.last() else {
@@ -190,34 +192,34 @@ async fn list_incidents(
                     if status.is_some_and(|wanted| wanted != incident.status) {
                         continue;
                     }
-                    if items.len() == limit {
-                        next_cursor = items.last().map(|i: &Incident| i.id.to_string());
+                    items.push(incident);
+                    if items.len() > limit {
                         break 'pages;
                     }
-                    items.push(incident);
                 }
             }
-            Ok::<_, ApiError>((items, next_cursor))
+            Ok::<_, AlertingError>(items)
         })
         .await?;
-    Ok(Json(IncidentList {
-        items: items.iter().map(incident_view).collect(),
-        next_cursor,
-    }))
+    Ok(Json(page.answer(
+        rows,
+        |incident: &Incident| incident.id.to_string(),
+        incident_view,
+    )))
 }
 
 /// One incident with its timeline.
 #[utoipa::path(get, path = "/api/v1/incidents/{id}", tag = "incidents",
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn get_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<IncidentResponse>, ApiError> {
     let id = parse_incident_id(&id)?;
     let org = caller.org_id.clone();
-    let incident = notify
+    let incident = alerting
         .store()
         .read(move |txn| db::incident_of_org(txn, &org, &id))
         .await?
@@ -232,35 +234,32 @@ type Change = Option<(&'static str, String)>;
 /// event in one transaction. `change` may run twice (the store may retry the batch), so it
 /// works only on the incident it is given.
 async fn change_incident(
-    notify: &Notify,
+    alerting: &Alerting,
     caller: &crate::auth::Caller,
     id: &str,
-    change: impl Fn(&mut Incident, Timestamp) -> Result<Change, ApiError> + Send + 'static,
+    change: impl Fn(&mut Incident, Timestamp) -> Result<Change, AlertingError> + Send + 'static,
 ) -> Result<Json<IncidentResponse>, ApiError> {
     let id = parse_incident_id(id)?;
     let org = caller.org_id.clone();
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let incident = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let incident = alerting
         .store()
         .write(move |txn| {
-            let mut incident = db::incident_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("incident"))?;
+            let mut incident =
+                db::incident_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("incident"))?;
             let Some((event, text)) = change(&mut incident, now)? else {
-                return Ok::<_, ApiError>(incident);
+                return Ok::<_, AlertingError>(incident);
             };
             if incident.timeline.len() > MAX_TIMELINE {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidPayload,
-                    format!("the incident's timeline is full ({MAX_TIMELINE} entries)"),
-                ));
+                return Err(AlertingError::TimelineFull(MAX_TIMELINE));
             }
             db::put_incident(txn, &incident)?;
             notify::emit(txn, &incident_event(event, &incident, &text, &base_url))?;
             Ok(incident)
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     Ok(Json(incident_view(&incident)))
 }
 
@@ -283,9 +282,9 @@ fn resolve(incident: &mut Incident, actor: &UserId, note: Option<&str>, now: Tim
 /// Changes an incident's fields (`incident.updated`); `status` resolves or reopens it.
 #[utoipa::path(patch, path = "/api/v1/incidents/{id}", tag = "incidents", request_body = UpdateIncidentRequest,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn update_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<UpdateIncidentRequest>,
@@ -328,7 +327,7 @@ async fn update_incident(
         }
     };
     let actor = caller.user_id.clone();
-    change_incident(&notify, &caller, &id, move |incident, now| {
+    change_incident(&alerting, &caller, &id, move |incident, now| {
         let before = incident.clone();
         if let Some(title) = &title {
             incident.title = title.clone();
@@ -381,16 +380,16 @@ async fn update_incident(
 /// Adds a note to the timeline (`incident.updated`).
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/notes", tag = "incidents", request_body = NoteRequest,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 201, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 201, body = IncidentResponse), problems::NotFound))]
 async fn add_note(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<NoteRequest>,
 ) -> Result<(StatusCode, Json<IncidentResponse>), ApiError> {
     let text = required("text", &request.text, 10_000)?;
     let actor = caller.user_id.clone();
-    let view = change_incident(&notify, &caller, &id, move |incident, now| {
+    let view = change_incident(&alerting, &caller, &id, move |incident, now| {
         incident
             .timeline
             .push(entry(now, "note", &actor, text.clone()));
@@ -403,9 +402,9 @@ async fn add_note(
 /// Resolves an incident (`incident.resolved`); resolving a resolved one changes nothing.
 #[utoipa::path(post, path = "/api/v1/incidents/{id}/resolve", tag = "incidents", request_body = Option<ResolveRequest>,
     params(("id" = String, Path, description = "incident id")),
-    responses((status = 200, body = IncidentResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IncidentResponse), problems::NotFound))]
 async fn resolve_incident(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Member(caller): Member,
     Path(id): Path<String>,
     body: Bytes,
@@ -417,7 +416,7 @@ async fn resolve_incident(
     };
     let note = optional("note", request.note.as_deref(), 10_000)?;
     let actor = caller.user_id.clone();
-    change_incident(&notify, &caller, &id, move |incident, now| {
+    change_incident(&alerting, &caller, &id, move |incident, now| {
         Ok(resolve(incident, &actor, note.as_deref(), now))
     })
     .await

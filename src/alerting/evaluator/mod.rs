@@ -10,17 +10,20 @@
 //! incident and their outbound events commit together: a restart neither loses a firing alert
 //! nor fires it twice. A spike alert fires at most once per cooldown.
 
+pub mod db;
+pub(crate) mod transitions;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::alerts_model::AlertId;
-use super::db;
-use super::readings::{Reading, RuleReadings};
-use super::rollup::{self, Metric, Rollup};
-use super::rules_model::{AlertRule, RuleId, RuleKind, RuleState, Transition, step};
-use super::transitions::{RuleChange, SpikeChange, apply};
 use crate::accounts::model::OrgId;
 use crate::agents::Agents;
+use crate::alerting::alerts::model::AlertId;
+use crate::alerting::evaluator::transitions::{RuleChange, SpikeChange, apply};
+use crate::alerting::rollup::{self, Metric, Rollup};
+use crate::alerting::rules;
+use crate::alerting::rules::model::{AlertRule, RuleId, RuleKind, RuleState, Transition, step};
+use crate::alerting::rules::readings::{Reading, RuleReadings};
 use crate::clock::{Clock, Timestamp};
 use crate::config::WebErrorAlertSettings;
 use crate::notify::{self, Notify};
@@ -246,7 +249,7 @@ impl Evaluator {
 
     /// The read half of a tick.
     fn decide(&self, txn: &impl ReadTxn, now: Timestamp) -> Result<Decision, StoreError> {
-        let rules = db::all_rules(txn)?;
+        let rules = rules::db::all_rules(txn)?;
         let count = rules.len();
         let mut cache = TickCache::default();
         let mut changes = Vec::new();
@@ -382,7 +385,7 @@ impl Evaluator {
             let count =
                 rollup::window(txn, &org.id, Metric::Errors, None, None, now, window)?.count;
             let spiking = count >= u64::from(self.spikes.spike_threshold);
-            let state = db::spike_state(txn, &org.id)?;
+            let state = self::db::spike_state(txn, &org.id)?;
             match (&state.live, spiking) {
                 (None, true) => {
                     let cooled = state

@@ -14,8 +14,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::rollup::{self, Metric};
 use crate::accounts::model::OrgId;
+use crate::alerting::Alerting;
+use crate::alerting::rollup::{self, Metric};
 use crate::auth::{Auth, Viewer};
 use crate::clock::Timestamp;
 use crate::http::ApiError;
@@ -34,6 +35,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new().routes(routes!(error_stats))
 }
@@ -142,7 +144,7 @@ fn error_counts(
     responses((status = 200, body = ErrorStats),
         (status = 400, description = "invalid_parameter: a bad time or interval, or more than 1,500 buckets", body = Problem, content_type = "application/problem+json")))]
 async fn error_stats(
-    State(auth): State<Auth>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<ErrorStats>, ApiError> {
@@ -152,7 +154,7 @@ async fn error_stats(
         time_filter(&filters, "from")?,
         time_filter(&filters, "to")?,
         filters.get("interval").map(String::as_str),
-        auth.clock().now(),
+        alerting.clock().now(),
     )?;
     let (service, environment) = (
         filters.get("service").cloned().filter(|s| !s.is_empty()),
@@ -162,7 +164,7 @@ async fn error_stats(
             .filter(|e| !e.is_empty()),
     );
     let org = caller.org_id;
-    let counts = auth
+    let counts = alerting
         .store()
         .read(move |txn| error_counts(txn, &org, service.as_deref(), environment.as_deref(), range))
         .await?;

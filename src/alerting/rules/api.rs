@@ -15,16 +15,17 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
+use super::model::{AlertRule, RuleId, RuleState};
 use super::readings::RuleReadings;
-use super::rule_request::*;
-use super::rules_model::{AlertRule, RuleId, RuleState};
-use super::transitions::end_rule_alert;
+use super::request::*;
+use crate::alerting::evaluator::transitions::end_rule_alert;
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Admin, Auth, Viewer, audit};
 use crate::clock::Timestamp;
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
-use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
+use crate::http::{ApiError, ApiJson};
 use crate::store::Store;
 
 /// The most rules one organisation may have.
@@ -38,7 +39,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
     RuleReadings: FromRef<S>,
 {
@@ -50,55 +51,56 @@ where
 /// Lists the organisation's alert rules, oldest first, each with its state.
 #[utoipa::path(get, path = "/api/v1/alert-rules", tag = "alerts",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = RuleList)))]
+    responses((status = 200, body = Page<RuleResponse>), problems::Invalid))]
 async fn list_rules(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<RuleList>, ApiError> {
+) -> Result<Json<Page<RuleResponse>>, ApiError> {
     let page = PageRequest::from_query(query.as_deref())?;
     let after = page.cursor_as(RuleId::parse)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
-    let (items, next_cursor) = notify
+    // One row more than asked tells whether another page follows.
+    let rows = alerting
         .store()
         .read(move |txn| {
             let rules = db::rules_of_org(txn, &org, after.as_ref(), limit + 1)?;
-            let (rules, next) = page.split(rules, |rule| rule.id.to_string());
-            let mut items = Vec::with_capacity(rules.len());
-            for rule in &rules {
-                let reading = readings.get(&rule.id);
-                items.push(rule_view(rule, &db::rule_state(txn, rule)?, reading));
+            let mut rows = Vec::with_capacity(rules.len());
+            for rule in rules {
+                let state = db::rule_state(txn, &rule)?;
+                rows.push((rule, state));
             }
-            Ok::<_, ApiError>((items, next))
+            Ok::<_, AlertingError>(rows)
         })
         .await?;
-    Ok(Json(RuleList { items, next_cursor }))
+    Ok(Json(page.answer(
+        rows,
+        |(rule, _)| rule.id.to_string(),
+        |(rule, state)| rule_view(rule, state, readings.get(&rule.id)),
+    )))
 }
 
 /// Creates an alert rule; the evaluator picks it up at its next tick.
 #[utoipa::path(post, path = "/api/v1/alert-rules", tag = "alerts", request_body = RuleRequest,
     responses((status = 201, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
+        problems::Invalid,
         (status = 409, description = "the organisation has the most rules it may have", body = Problem, content_type = "application/problem+json")))]
 async fn create_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<(StatusCode, Json<RuleResponse>), ApiError> {
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let rule = complete(blank_rule(&caller.org_id, now), request)?;
     let actor = caller.actor();
     let stored = rule.clone();
-    notify
+    alerting
         .store()
         .write(move |txn| {
             check_channels(txn, &stored)?;
             if db::rule_count(txn, &stored.org_id)? >= MAX_RULES_PER_ORG {
-                return Err(ApiError::new(
-                    ErrorCode::LimitReached,
-                    format!("an organisation has at most {MAX_RULES_PER_ORG} alert rules"),
-                ));
+                return Err(AlertingError::RuleLimit(MAX_RULES_PER_ORG));
             }
             db::put_rule(txn, &stored)?;
             audit::record(
@@ -122,37 +124,37 @@ async fn create_rule(
 /// One alert rule with its state.
 #[utoipa::path(get, path = "/api/v1/alert-rules/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert rule id")),
-    responses((status = 200, body = RuleResponse), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = RuleResponse), problems::NotFound))]
 async fn get_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<RuleResponse>, ApiError> {
     let id = parse_rule_id(&id)?;
     let org = caller.org_id.clone();
-    let view = notify
+    let view = alerting
         .store()
         .read(move |txn| {
-            let rule = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let rule =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let state = db::rule_state(txn, &rule)?;
             let reading = readings.get(&rule.id);
-            Ok::<_, ApiError>(rule_view(&rule, &state, reading))
+            Ok::<_, AlertingError>(rule_view(&rule, &state, reading))
         })
         .await?;
     Ok(Json(view))
 }
 
 /// How a change makes the new rule from the stored one, the request and the time.
-type Edit = fn(&AlertRule, RuleRequest, Timestamp) -> Result<AlertRule, ApiError>;
+type Edit = fn(&AlertRule, RuleRequest, Timestamp) -> Result<AlertRule, AlertingError>;
 
 /// `PUT`: the stored rule's identity, every other field from the request or its default.
 fn replacement(
     stored: &AlertRule,
     request: RuleRequest,
     now: Timestamp,
-) -> Result<AlertRule, ApiError> {
+) -> Result<AlertRule, AlertingError> {
     let base = AlertRule {
         id: stored.id.clone(),
         created_at: stored.created_at,
@@ -166,13 +168,13 @@ fn update(
     stored: &AlertRule,
     request: RuleRequest,
     _now: Timestamp,
-) -> Result<AlertRule, ApiError> {
+) -> Result<AlertRule, AlertingError> {
     patched(stored.clone(), request)
 }
 
 /// Changes a rule as `edit` says; disabling it ends its alert.
 async fn change_rule(
-    notify: &Notify,
+    alerting: &Alerting,
     readings: &RuleReadings,
     caller: &crate::auth::Caller,
     id: &str,
@@ -181,15 +183,15 @@ async fn change_rule(
 ) -> Result<Json<RuleResponse>, ApiError> {
     let id = parse_rule_id(id)?;
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
     let reading = readings.get(&id);
     // The request is merged inside the transaction, onto the rule as it is there.
-    let (view, events) = notify
+    let (view, events) = alerting
         .store()
         .write(move |txn| {
-            let stored = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let stored =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let mut rule = edit(&stored, request.clone(), now)?;
             rule.updated_at = now;
             check_channels(txn, &rule)?;
@@ -210,11 +212,11 @@ async fn change_rule(
                 json!({"name": rule.name, "enabled": rule.enabled}),
                 now,
             )?;
-            Ok::<_, ApiError>((rule_view(&rule, &state, reading), events))
+            Ok::<_, AlertingError>((rule_view(&rule, &state, reading), events))
         })
         .await?;
     if events > 0 {
-        notify.wake();
+        alerting.wake_deliveries();
     }
     Ok(Json(view))
 }
@@ -223,52 +225,52 @@ async fn change_rule(
 #[utoipa::path(put, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 200, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::NotFound))]
 async fn replace_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &readings, &caller, &id, request, replacement).await
+    change_rule(&alerting, &readings, &caller, &id, request, replacement).await
 }
 
 /// Changes the fields sent; `null` clears `service` or `environment`.
 #[utoipa::path(patch, path = "/api/v1/alert-rules/{id}", tag = "alerts", request_body = RuleRequest,
     params(("id" = String, Path, description = "alert rule id")),
     responses((status = 200, body = RuleResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::NotFound))]
 async fn update_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     State(readings): State<RuleReadings>,
     Admin(caller): Admin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<RuleRequest>,
 ) -> Result<Json<RuleResponse>, ApiError> {
-    change_rule(&notify, &readings, &caller, &id, request, update).await
+    change_rule(&alerting, &readings, &caller, &id, request, update).await
 }
 
 /// Deletes a rule; its firing alert resolves (`alert.resolved`), a pending one goes.
 #[utoipa::path(delete, path = "/api/v1/alert-rules/{id}", tag = "alerts",
     params(("id" = String, Path, description = "alert rule id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_rule(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = parse_rule_id(&id)?;
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let events = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let events = alerting
         .store()
         .write(move |txn| {
-            let rule = db::rule_of_org(txn, &org, &id)?
-                .ok_or_else(|| ApiError::not_found("alert rule"))?;
+            let rule =
+                db::rule_of_org(txn, &org, &id)?.ok_or(AlertingError::NotFound("alert rule"))?;
             let state = db::rule_state(txn, &rule)?;
             let events = end_rule_alert(txn, &org, &state.phase, now, &base_url)?;
             db::remove_rule(txn, &rule)?;
@@ -281,11 +283,11 @@ async fn delete_rule(
                 json!({"name": rule.name}),
                 now,
             )?;
-            Ok::<_, ApiError>(events)
+            Ok::<_, AlertingError>(events)
         })
         .await?;
     if events > 0 {
-        notify.wake();
+        alerting.wake_deliveries();
     }
     Ok(StatusCode::NO_CONTENT)
 }

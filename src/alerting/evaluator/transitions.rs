@@ -8,14 +8,15 @@
 
 use redb::WriteTransaction;
 
-use super::alerts::alert_event;
-use super::alerts_model::{Alert, AlertHistoryEntry, AlertId, AlertState};
 use super::db::{self, SpikeState};
-use super::incidents::incident_event;
-use super::incidents_model::{Incident, IncidentStatus, TimelineEntry};
-use super::model::IncidentId;
-use super::rules_model::{AlertRule, Phase, RuleState, Transition};
 use crate::accounts::model::OrgId;
+use crate::alerting::alerts::api::alert_event;
+use crate::alerting::alerts::model::{Alert, AlertHistoryEntry, AlertId, AlertState};
+use crate::alerting::incidents::api::incident_event;
+use crate::alerting::incidents::model::IncidentId;
+use crate::alerting::incidents::model::{Incident, IncidentStatus, TimelineEntry};
+use crate::alerting::rules::model::{AlertRule, Phase, RuleState, Transition};
+use crate::alerting::{alerts, incidents, rules};
 use crate::clock::Timestamp;
 use crate::notify;
 use crate::store::StoreError;
@@ -129,7 +130,7 @@ fn open_incident(
             changes: Vec::new(),
         }],
     };
-    db::put_incident(txn, &incident)?;
+    incidents::db::put_incident(txn, &incident)?;
     alert.incident_id = Some(incident.id.to_string());
     let event = incident_event("incident.opened", &incident, &text, base_url);
     Ok(notify::emit_to(txn, &event, alert.channels.as_deref())?.len())
@@ -150,11 +151,11 @@ fn note_on_incident(
     else {
         return Ok(());
     };
-    let Some(mut incident) = db::incident_of_org(txn, &alert.org_id, &id)? else {
+    let Some(mut incident) = incidents::db::incident_of_org(txn, &alert.org_id, &id)? else {
         return Ok(());
     };
     if incident.status != IncidentStatus::Open
-        || incident.timeline.len() >= super::incidents_model::MAX_TIMELINE
+        || incident.timeline.len() >= crate::alerting::incidents::model::MAX_TIMELINE
     {
         return Ok(());
     }
@@ -165,12 +166,12 @@ fn note_on_incident(
         text: format!("Alert {} resolved", alert.id),
         changes: Vec::new(),
     });
-    db::put_incident(txn, &incident)
+    incidents::db::put_incident(txn, &incident)
 }
 
 /// Resolves a rule's alert (firing: `alert.resolved`) or removes it (pending); used when the
 /// condition recovers and when the rule is deleted or disabled. Returns the events enqueued.
-pub(super) fn end_rule_alert(
+pub(crate) fn end_rule_alert(
     txn: &WriteTransaction,
     org: &OrgId,
     phase: &Phase,
@@ -180,19 +181,19 @@ pub(super) fn end_rule_alert(
     let Some(id) = phase.alert_id() else {
         return Ok(0);
     };
-    let Some(mut alert) = db::alert_of_org(txn, org, id)? else {
+    let Some(mut alert) = alerts::db::alert_of_org(txn, org, id)? else {
         return Ok(0);
     };
     match alert.state {
         AlertState::Pending => {
-            db::remove_alert(txn, &alert)?;
+            alerts::db::remove_alert(txn, &alert)?;
             Ok(0)
         }
         AlertState::Firing => {
             alert.state = AlertState::Resolved;
             alert.resolved_at = Some(now);
             alert.record(history(now, "resolved"));
-            db::put_alert(txn, &alert)?;
+            alerts::db::put_alert(txn, &alert)?;
             note_on_incident(txn, &alert, now)?;
             emit_alert(txn, "alert.resolved", &alert, base_url)
         }
@@ -211,10 +212,10 @@ pub(super) fn apply(
     let (mut applied, mut events) = (0, 0);
     for change in rules {
         // The rule may have been edited, disabled or deleted since the read.
-        let Some(rule) = db::rule_of_org(txn, &change.rule.org_id, &change.rule.id)? else {
+        let Some(rule) = rules::db::rule_of_org(txn, &change.rule.org_id, &change.rule.id)? else {
             continue;
         };
-        if !rule.enabled || db::rule_state(txn, &rule)? != change.before {
+        if !rule.enabled || rules::db::rule_state(txn, &rule)? != change.before {
             continue;
         }
         let body = rule.kind.describe(
@@ -226,18 +227,18 @@ pub(super) fn apply(
         match (change.transition, &change.after.phase) {
             (Transition::Pend, Phase::Pending { alert_id, .. }) => {
                 let alert = rule_alert(&rule, alert_id.clone(), AlertState::Pending, body, now);
-                db::put_alert(txn, &alert)?;
+                alerts::db::put_alert(txn, &alert)?;
             }
             (Transition::FireNew, Phase::Firing { alert_id, .. }) => {
                 let mut alert = rule_alert(&rule, alert_id.clone(), AlertState::Firing, body, now);
                 if rule.open_incident {
                     events += open_incident(txn, &mut alert, now, base_url)?;
                 }
-                db::put_alert(txn, &alert)?;
+                alerts::db::put_alert(txn, &alert)?;
                 events += emit_alert(txn, "alert.fired", &alert, base_url)?;
             }
             (Transition::Fire, Phase::Firing { alert_id, .. }) => {
-                let mut alert = match db::alert_of_org(txn, org, alert_id)? {
+                let mut alert = match alerts::db::alert_of_org(txn, org, alert_id)? {
                     Some(alert) => alert,
                     // Acknowledged pending alerts are kept; a missing one is raised afresh.
                     None => rule_alert(
@@ -255,7 +256,7 @@ pub(super) fn apply(
                 if rule.open_incident {
                     events += open_incident(txn, &mut alert, now, base_url)?;
                 }
-                db::put_alert(txn, &alert)?;
+                alerts::db::put_alert(txn, &alert)?;
                 events += emit_alert(txn, "alert.fired", &alert, base_url)?;
             }
             (Transition::Cancel, _) | (Transition::Resolve, _) => {
@@ -265,7 +266,7 @@ pub(super) fn apply(
             // A transition always comes with its phase; anything else is skipped.
             _ => continue,
         }
-        db::put_rule_state(txn, &rule, &change.after)?;
+        rules::db::put_rule_state(txn, &rule, &change.after)?;
         applied += 1;
     }
     for change in spikes {
@@ -281,7 +282,7 @@ pub(super) fn apply(
                     continue;
                 }
                 let alert = spike_alert(org, alert_id.clone(), body, channels.clone(), now);
-                db::put_alert(txn, &alert)?;
+                alerts::db::put_alert(txn, &alert)?;
                 events += emit_alert(txn, "alert.fired", &alert, base_url)?;
                 let state = SpikeState {
                     live: Some(alert.id.clone()),
@@ -294,14 +295,14 @@ pub(super) fn apply(
                     continue;
                 }
                 if let Some(id) = &before.live
-                    && let Some(mut alert) = db::alert_of_org(txn, org, id)?
+                    && let Some(mut alert) = alerts::db::alert_of_org(txn, org, id)?
                     && alert.state == AlertState::Firing
                 {
                     alert.state = AlertState::Resolved;
                     alert.resolved_at = Some(now);
                     alert.body = format!("{}; now {count} in the window", alert.body);
                     alert.record(history(now, "resolved"));
-                    db::put_alert(txn, &alert)?;
+                    alerts::db::put_alert(txn, &alert)?;
                     events += emit_alert(txn, "alert.resolved", &alert, base_url)?;
                 }
                 let state = SpikeState {

@@ -6,16 +6,17 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use super::model::SEVERITIES;
+use super::model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
 use super::readings::{Reading, RuleStatus, rule_status};
-use super::rollup::MAX_WINDOW_SECONDS;
-use super::rules_model::{AlertRule, RULE_KINDS, RuleId, RuleKind, RuleState};
 use crate::accounts::model::OrgId;
+use crate::alerting::AlertingError;
+use crate::alerting::alerts::model::SEVERITIES;
+use crate::alerting::rollup::MAX_WINDOW_SECONDS;
 use crate::clock::Timestamp;
-use crate::http::{ApiError, ErrorCode};
+use crate::http::ApiError;
 use crate::store::ReadTxn;
 
-use super::rules::{DEFAULT_WINDOW_SECONDS, MAX_CHANNELS, MAX_PERIOD_SECONDS};
+use super::api::{DEFAULT_WINDOW_SECONDS, MAX_CHANNELS, MAX_PERIOD_SECONDS};
 
 /// `null` and absent differ: `Some(None)` clears a field, `None` leaves it.
 pub(super) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
@@ -93,12 +94,6 @@ pub struct RuleResponse {
     pub updated_at: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RuleList {
-    pub items: Vec<RuleResponse>,
-    pub next_cursor: Option<String>,
-}
-
 pub(super) fn rule_view(
     rule: &AlertRule,
     state: &RuleState,
@@ -127,11 +122,11 @@ pub(super) fn rule_view(
     }
 }
 
-pub(super) fn invalid(detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidPayload, detail)
+pub(super) fn invalid(detail: impl Into<String>) -> AlertingError {
+    AlertingError::InvalidRule(detail.into())
 }
 
-pub(super) fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+pub(super) fn text(field: &str, value: &str, max: usize) -> Result<String, AlertingError> {
     let value = value.trim();
     if value.is_empty() || value.chars().count() > max {
         return Err(invalid(format!("{field}: 1 to {max} characters")));
@@ -143,14 +138,14 @@ pub(super) fn optional_text(
     field: &str,
     value: Option<&str>,
     max: usize,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, AlertingError> {
     match value.map(str::trim).filter(|value| !value.is_empty()) {
         None => Ok(None),
         Some(value) => text(field, value, max).map(Some),
     }
 }
 
-pub(super) fn seconds(field: &str, value: i64, min: i64, max: i64) -> Result<i64, ApiError> {
+pub(super) fn seconds(field: &str, value: i64, min: i64, max: i64) -> Result<i64, AlertingError> {
     if !(min..=max).contains(&value) {
         return Err(invalid(format!("{field}: {min} to {max}")));
     }
@@ -159,7 +154,7 @@ pub(super) fn seconds(field: &str, value: i64, min: i64, max: i64) -> Result<i64
 
 /// A rule made wholly from `request` on top of `base`'s defaults (create and `PUT`): `name`
 /// and `kind` are required, and `threshold` unless the kind has a default.
-pub(super) fn complete(base: AlertRule, request: RuleRequest) -> Result<AlertRule, ApiError> {
+pub(super) fn complete(base: AlertRule, request: RuleRequest) -> Result<AlertRule, AlertingError> {
     if request.name.is_none() || request.kind.is_none() {
         return Err(invalid("name and kind are required"));
     }
@@ -171,14 +166,17 @@ pub(super) fn complete(base: AlertRule, request: RuleRequest) -> Result<AlertRul
     Ok(rule)
 }
 
-pub(super) fn default_threshold(kind: RuleKind) -> Result<f64, ApiError> {
+pub(super) fn default_threshold(kind: RuleKind) -> Result<f64, AlertingError> {
     kind.default_threshold()
         .ok_or_else(|| invalid(format!("threshold: required for {}", kind.as_str())))
 }
 
 /// `rule` with the fields `request` carries (`PATCH`), checked. A new kind without a threshold
 /// takes the kind's default, or is refused when it has none.
-pub(super) fn patched(mut rule: AlertRule, request: RuleRequest) -> Result<AlertRule, ApiError> {
+pub(super) fn patched(
+    mut rule: AlertRule,
+    request: RuleRequest,
+) -> Result<AlertRule, AlertingError> {
     if let Some(name) = &request.name {
         rule.name = text("name", name, 200)?;
     }
@@ -265,16 +263,14 @@ pub(super) fn blank_rule(org: &OrgId, now: Timestamp) -> AlertRule {
 }
 
 /// Every channel a rule names must be one of its organisation's.
-pub(super) fn check_channels(txn: &impl ReadTxn, rule: &AlertRule) -> Result<(), ApiError> {
+pub(super) fn check_channels(txn: &impl ReadTxn, rule: &AlertRule) -> Result<(), AlertingError> {
     if rule.channels.is_empty() {
         return Ok(());
     }
     let known = crate::notify::channels_of_org(txn, &rule.org_id)?;
     for wanted in &rule.channels {
         if !known.iter().any(|channel| channel.id.as_str() == wanted) {
-            return Err(invalid(format!(
-                "channels: no channel {wanted} in this organisation"
-            )));
+            return Err(AlertingError::UnknownChannel(wanted.clone()));
         }
     }
     Ok(())

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::alerts_model::{AlertReport, AlertState, default_dedup_key, severity_from_label};
 use super::model::SEVERITIES;
+use super::model::{AlertReport, AlertState, default_dedup_key, severity_from_label};
 
 /// The generic alert body (CONTRACT.md section 4).
 #[derive(Debug, Deserialize)]

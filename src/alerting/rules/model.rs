@@ -12,8 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::alerts_model::AlertId;
 use crate::accounts::model::OrgId;
+use crate::alerting::alerts::model::AlertId;
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
 

@@ -22,12 +22,12 @@ use utoipa_axum::routes;
 
 use super::db;
 use super::model::{InboundToken, InboundTokenId, TokenKind};
+use crate::alerting::Alerting;
 use crate::auth::token_flow::{self, TokenFlow};
 use crate::auth::{Admin, Auth};
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::Notify;
 use crate::store::Store;
 
 /// The header an inbound sender puts its token in; `?token=` is the fallback for senders that
@@ -48,7 +48,7 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(create_token, list_tokens))
@@ -84,12 +84,6 @@ pub struct InboundTokenResponse {
     pub revoked_at: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct InboundTokenList {
-    pub items: Vec<InboundTokenResponse>,
-    pub next_cursor: Option<String>,
-}
-
 fn token_view(token: &InboundToken) -> InboundTokenResponse {
     InboundTokenResponse {
         id: token.id.to_string(),
@@ -105,10 +99,10 @@ fn token_view(token: &InboundToken) -> InboundTokenResponse {
 #[utoipa::path(post, path = "/api/v1/orgs/me/inbound-tokens", tag = "inbound",
     request_body = CreateInboundTokenRequest,
     responses((status = 201, body = CreatedInboundTokenResponse),
-        (status = 400, description = "unknown kind or bad name", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "admins only", body = Problem, content_type = "application/problem+json")))]
+        problems::Invalid,
+        problems::Forbidden))]
 async fn create_token(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateInboundTokenRequest>,
 ) -> Result<(StatusCode, Json<CreatedInboundTokenResponse>), ApiError> {
@@ -120,7 +114,7 @@ async fn create_token(
     })?;
     let name = token_flow::valid_name(&request.name)?;
     let minted = crate::secrets::mint("lkin_");
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     let token = InboundToken {
         id: InboundTokenId::generate(),
         org_id: caller.org_id.clone(),
@@ -132,7 +126,7 @@ async fn create_token(
         revoked_at: None,
     };
     let token = TOKENS
-        .create(notify.store(), &caller, token, minted.digest, now)
+        .create(alerting.store(), &caller, token, minted.digest, now)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -150,39 +144,39 @@ async fn create_token(
 /// Lists the organisation's inbound tokens, without secrets.
 #[utoipa::path(get, path = "/api/v1/orgs/me/inbound-tokens", tag = "inbound",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = InboundTokenList)))]
+    responses((status = 200, body = Page<InboundTokenResponse>), problems::Invalid, problems::Forbidden))]
 async fn list_tokens(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     page: PageRequest,
-) -> Result<Json<InboundTokenList>, ApiError> {
+) -> Result<Json<Page<InboundTokenResponse>>, ApiError> {
     let (rows, next_cursor) = TOKENS
         .page(
-            notify.store(),
+            alerting.store(),
             &page,
             &caller.org_id,
             InboundTokenId::parse,
             |_, _| Ok(()),
         )
         .await?;
-    Ok(Json(InboundTokenList {
-        items: rows.iter().map(|(token, ())| token_view(token)).collect(),
+    Ok(Json(Page::new(
+        rows.iter().map(|(token, ())| token_view(token)).collect(),
         next_cursor,
-    }))
+    )))
 }
 
 /// Revokes an inbound token: the next request carrying it gets 401.
 #[utoipa::path(delete, path = "/api/v1/orgs/me/inbound-tokens/{id}", tag = "inbound",
     params(("id" = String, Path, description = "inbound token id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn revoke_token(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Admin(caller): Admin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = notify.clock().now();
+    let now = alerting.clock().now();
     TOKENS
-        .revoke(notify.store(), &caller, &id, InboundTokenId::parse, now)
+        .revoke(alerting.store(), &caller, &id, InboundTokenId::parse, now)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,22 +17,23 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db;
-use super::inbound::{DeploymentsKind, Inbound};
 use super::model::{Deployment, DeploymentId, DeploymentReport, DeploymentStatus, apply_report};
-use super::services::{Activity, record_activity};
+use crate::alerting::inbound::api::{DeploymentsKind, Inbound};
+use crate::alerting::services::{Activity, record_activity};
+use crate::alerting::{Alerting, AlertingError};
 use crate::auth::{Auth, Viewer};
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::query::{filters, newest_first, time_filter};
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::notify::{self, Event, EventExtra, Notify};
+use crate::notify::{self, Event, EventExtra};
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Notify: FromRef<S>,
+    Alerting: FromRef<S>,
     Store: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -177,15 +178,15 @@ fn deployment_event(name: &'static str, deployment: &Deployment, base_url: &str)
     responses((status = 201, body = DeploymentResponse), (status = 200, body = DeploymentResponse),
         problems::Unauthenticated, problems::Forbidden))]
 async fn deployment_webhook(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     inbound: Inbound<DeploymentsKind>,
     ApiJson(request): ApiJson<DeploymentWebhookRequest>,
 ) -> Result<(StatusCode, Json<DeploymentResponse>), ApiError> {
     let report = validated(&request)?;
     let org = inbound.token.org_id.clone();
-    let now = notify.clock().now();
-    let base_url = notify.base_url().to_string();
-    let (deployment, created) = notify
+    let now = alerting.clock().now();
+    let base_url = alerting.base_url().to_string();
+    let (deployment, created) = alerting
         .store()
         .write(move |txn| {
             let existing = match &report.external_id {
@@ -219,10 +220,10 @@ async fn deployment_webhook(
                     &deployment_event("deployment.finished", &deployment, &base_url),
                 )?;
             }
-            Ok::<_, ApiError>((deployment, existing.is_none()))
+            Ok::<_, AlertingError>((deployment, existing.is_none()))
         })
         .await?;
-    notify.wake();
+    alerting.wake_deliveries();
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -243,7 +244,7 @@ async fn deployment_webhook(
         ("order" = Option<String>, Query, description = "oldest (the default) or newest first")),
     responses((status = 200, body = Page<DeploymentResponse>), problems::Invalid))]
 async fn list_deployments(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Page<DeploymentResponse>>, ApiError> {
@@ -265,7 +266,7 @@ async fn list_deployments(
     let newest = newest_first(&filters)?;
     let (org, limit) = (caller.org_id.clone(), page.limit);
     // One row more than asked tells whether another page follows.
-    let rows = notify
+    let rows = alerting
         .store()
         .read(move |txn| {
             db::deployments_of_org_matching(txn, &org, after.as_ref(), limit + 1, &filter, newest)
@@ -284,14 +285,14 @@ async fn list_deployments(
     responses((status = 200, body = DeploymentResponse),
         problems::NotFound))]
 async fn get_deployment(
-    State(notify): State<Notify>,
+    State(alerting): State<Alerting>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<DeploymentResponse>, ApiError> {
     // A malformed id names no deployment: the same 404 as an unknown one.
     let id = DeploymentId::parse(&id).map_err(|_| ApiError::not_found("deployment"))?;
     let org = caller.org_id.clone();
-    let deployment = notify
+    let deployment = alerting
         .store()
         .read(move |txn| db::deployment_of_org(txn, &org, &id))
         .await?

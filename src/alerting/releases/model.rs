@@ -1,23 +1,17 @@
-//! Stored records of inbound tokens, deployments, builds and incidents, and the pure rules
-//! over them: which token kinds exist, how a deployment moves between its states and how
-//! Jenkins phases fold into one build.
+//! Stored records of deployments and builds, and the pure rules over them: how a deployment
+//! moves between its states and how Jenkins phases fold into one build.
 //!
-//! Invariants: records are not wire types (`api` modules render them); a deployment is
+//! Invariants: records are not wire types (the API files render them); a deployment is
 //! `started` or finished (`succeeded`/`failed`) and carries `finished_at` exactly when it is
 //! finished; a build's phase never moves backwards, so a late or repeated notification cannot
-//! undo a finished build. Incident records are in `incidents_model.rs`.
+//! undo a finished build.
 
 use serde::{Deserialize, Serialize};
 
-use crate::accounts::model::{OrgId, UserId};
+use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
 
-crate::typed_id!(
-    /// An inbound token (`tok_…`): authenticates a build server, CI system or monitor.
-    InboundTokenId,
-    "tok_"
-);
 crate::typed_id!(
     /// A deployment (`dep_…`).
     DeploymentId,
@@ -28,56 +22,6 @@ crate::typed_id!(
     BuildId,
     "bld_"
 );
-crate::typed_id!(
-    /// An incident (`inc_…`).
-    IncidentId,
-    "inc_"
-);
-
-/// Which inbound endpoint a token opens; a token of one kind is refused by the others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenKind {
-    Jenkins,
-    Deployments,
-    Alerts,
-}
-
-impl TokenKind {
-    pub fn parse(text: &str) -> Option<TokenKind> {
-        match text {
-            "jenkins" => Some(TokenKind::Jenkins),
-            "deployments" => Some(TokenKind::Deployments),
-            "alerts" => Some(TokenKind::Alerts),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenKind::Jenkins => "jenkins",
-            TokenKind::Deployments => "deployments",
-            TokenKind::Alerts => "alerts",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct InboundToken {
-    pub id: InboundTokenId,
-    pub org_id: OrgId,
-    pub kind: TokenKind,
-    pub name: String,
-    /// The first characters of the secret, to tell tokens apart in lists.
-    pub prefix: String,
-    pub created_by: UserId,
-    pub created_at: Timestamp,
-    pub revoked_at: Option<Timestamp>,
-}
-
-impl Record for InboundToken {
-    const KIND: &'static str = "inbound_token";
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -289,9 +233,6 @@ pub fn apply_notification(build: &mut Build, note: &BuildNotification, now: Time
     build.updated_at = now;
 }
 
-/// The allowed severities, shared with alert rules (CONTRACT.md section 4).
-pub const SEVERITIES: &[&str] = &["critical", "high", "warning", "info"];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,15 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn kinds_and_phases_parse() {
-        for kind in [
-            TokenKind::Jenkins,
-            TokenKind::Deployments,
-            TokenKind::Alerts,
-        ] {
-            assert_eq!(TokenKind::parse(kind.as_str()), Some(kind));
-        }
-        assert_eq!(TokenKind::parse("Jenkins"), None);
+    fn phases_parse() {
         assert_eq!(phase_rank("FINALIZED"), Some(3));
         assert_eq!(phase_rank("finished"), None);
     }
