@@ -28,25 +28,7 @@ use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
-use crate::store::{StoreError, tables};
-
-/// The keys `[start, end)` of `table`, last first, at most `limit`.
-pub(crate) fn keys_backwards<V: redb::Value + 'static>(
-    txn: &ReadTransaction,
-    table: redb::TableDefinition<'static, &'static str, V>,
-    start: &str,
-    end: &str,
-    limit: usize,
-    mut each: impl FnMut(&str, V::SelfType<'_>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let table = txn.open_table(table)?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    for entry in range.rev().take(limit) {
-        let (key, value) = entry?;
-        each(key.value(), value.value())?;
-    }
-    Ok(())
-}
+use crate::store::{StoreError, WalkBounds, tables, walk_backwards};
 
 /// Stored browser errors and warnings, newest first. With `q`, `from` or `to` the search
 /// index answers (newest event time first); `group` lists one error group's events. Frames
@@ -103,23 +85,29 @@ pub async fn list_errors(
                 Some(id) => tables::composite_key(&owner, id.as_str()),
                 None => format!("{owner}0"),
             };
-            let mut ids = Vec::new();
+            let (mut ids, bounds) = (Vec::new(), WalkBounds::rows(limit));
             let mut collect = |key: &str| {
                 ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
             };
             match group {
                 Some(_) => {
                     let index = GROUP_EVENTS.definition();
-                    keys_backwards(txn, index, &start, &end, limit, |key, _| {
+                    walk_backwards(txn, index, (&start, &end), bounds, |key, _| {
                         collect(key);
-                        Ok(())
+                        Ok::<_, StoreError>(true)
                     })?
                 }
-                None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
-                    collect(key);
-                    Ok(())
-                })?,
-            }
+                None => walk_backwards(
+                    txn,
+                    EVENTS.definition(),
+                    (&start, &end),
+                    bounds,
+                    |key, _| {
+                        collect(key);
+                        Ok::<_, StoreError>(true)
+                    },
+                )?,
+            };
             // The total counts the whole list, not what follows the cursor.
             let whole_end = format!("{owner}0");
             let counted = match group {

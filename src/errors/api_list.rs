@@ -12,8 +12,6 @@
 //! exist the total is a lower bound, or scaled by the share of matching events read, and
 //! `total_is_estimate` is true.
 
-use std::ops::Bound;
-
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use redb::ReadTransaction;
@@ -34,7 +32,7 @@ use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, time_filter};
 use crate::store::tables::time_key;
-use crate::store::{StoreError, tables};
+use crate::store::{WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -315,35 +313,27 @@ fn walk_last_seen(
         usize::MAX => EXACT_TOTAL_UP_TO,
         _ => MAX_SCANNED,
     };
-    let table = txn
-        .open_table(GROUP_LAST_SEEN.definition())
-        .map_err(StoreError::from)?;
-    let range = table
-        .range::<&str>((Bound::Included(start), Bound::Excluded(end)))
-        .map_err(StoreError::from)?;
-    let (mut groups, mut last_key, mut scanned) = (Vec::new(), None, 0);
-    for entry in range.rev() {
-        if groups.len() >= limit || scanned >= max_rows {
-            return Ok(Walk {
-                groups,
-                last_key,
-                complete: false,
-            });
-        }
-        scanned += 1;
-        let (key, id) = entry.map_err(StoreError::from)?;
-        let id = GroupId::parse(id.value()).map_err(ApiError::internal)?;
-        if let Some(group) = db::get_group(txn, org, &id)?
-            && request.keeps(&group)
-        {
-            groups.push(group);
-        }
-        last_key = Some(key.value().to_string());
-    }
+    let mut groups = Vec::new();
+    let bounds = WalkBounds {
+        kept: limit,
+        rows: max_rows,
+    };
+    let table = GROUP_LAST_SEEN.definition();
+    let ended = walk_backwards(txn, table, (start, end), bounds, |_, id| {
+        let id = GroupId::parse(id).map_err(ApiError::internal)?;
+        let kept = match db::get_group(txn, org, &id)? {
+            Some(group) if request.keeps(&group) => {
+                groups.push(group);
+                true
+            }
+            _ => false,
+        };
+        Ok::<_, ApiError>(kept)
+    })?;
     Ok(Walk {
         groups,
-        last_key,
-        complete: true,
+        complete: ended.complete(),
+        last_key: ended.last_key,
     })
 }
 

@@ -16,7 +16,6 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api::group_id;
-use super::api_events::keys_backwards;
 use super::db::{self, GROUP_EVENTS, group_event_key};
 use super::event::ErrorEvent;
 use super::event_db::EVENTS;
@@ -24,7 +23,7 @@ use crate::auth::{Auth, Viewer};
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::store::tables;
+use crate::store::{StoreError, WalkBounds, tables, walk_backwards};
 
 /// Newest events of a group read for its tag distribution.
 pub const MAX_SAMPLED_EVENTS: usize = 5_000;
@@ -82,9 +81,10 @@ pub(super) async fn group_tags(
             let end = format!("{}0", start.trim_end_matches('/'));
             let mut ids = Vec::new();
             let table = GROUP_EVENTS.definition();
-            keys_backwards(txn, table, &start, &end, MAX_SAMPLED_EVENTS, |key, _| {
+            let bounds = WalkBounds::rows(MAX_SAMPLED_EVENTS);
+            walk_backwards(txn, table, (&start, &end), bounds, |key, _| {
                 ids.push(key[start.len()..].to_string());
-                Ok(())
+                Ok::<_, StoreError>(true)
             })?;
             let mut tally = Tally::default();
             for event_id in ids {

@@ -33,7 +33,7 @@ use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::store::codec::decode;
 use crate::store::tables::time_key;
-use crate::store::{Scan, StoreError, tables};
+use crate::store::{Scan, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -127,25 +127,29 @@ fn sessions_backwards(
     limit: usize,
     wanted: impl Fn(&WebSession) -> bool,
 ) -> Result<(Vec<WebSession>, Option<String>), StoreError> {
-    let table = txn.open_table(SESSION_STARTS.definition())?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    let (mut found, mut last, mut scanned) = (Vec::new(), None, 0);
-    for entry in range.rev() {
-        if found.len() >= limit || scanned >= MAX_SCANNED {
-            return Ok((found, last));
-        }
-        let (key, _) = entry?;
-        let key = key.value().to_string();
-        scanned += 1;
-        let id = key.rsplit('/').next().unwrap_or("");
-        if let Some(session) = WEB_SESSIONS.get(txn, &session_key(org, id))?
-            && wanted(&session)
-        {
-            found.push(session);
-        }
-        last = Some(key);
-    }
-    Ok((found, None))
+    let mut found = Vec::new();
+    let bounds = WalkBounds {
+        kept: limit,
+        rows: MAX_SCANNED,
+    };
+    let ended = walk_backwards(
+        txn,
+        SESSION_STARTS.definition(),
+        (start, end),
+        bounds,
+        |key, _| {
+            let id = key.rsplit('/').next().unwrap_or("");
+            let kept = match WEB_SESSIONS.get(txn, &session_key(org, id))? {
+                Some(session) if wanted(&session) => {
+                    found.push(session);
+                    true
+                }
+                _ => false,
+            };
+            Ok::<_, StoreError>(kept)
+        },
+    )?;
+    Ok((found, ended.last_key))
 }
 
 /// One browser session by the client's id, with the errors that named it and the traces of
