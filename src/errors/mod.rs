@@ -37,7 +37,8 @@ use redb::WriteTransaction;
 
 pub use event::{ErrorEvent, EventId, MAX_BREADCRUMBS};
 pub use event_db::{
-    EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session, remove_event,
+    EVENT_AGE, EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session,
+    remove_event,
 };
 pub use sourcemaps::{SourceMap, SourceMapId};
 pub use views::ErrorEventView;
