@@ -151,7 +151,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::ingest::experiments::api::routes())
         .merge(crate::ingest::api::routes())
         .merge(crate::ingest::reads::routes())
-        .merge(crate::errors::api::routes())
+        .merge(crate::errors::routes())
         .merge(crate::notify::api::routes())
         .merge(crate::notify::api_deliveries::routes())
         .merge(crate::alerting::routes())
