@@ -24,10 +24,11 @@ use super::views::ErrorEventView;
 use super::{api_events, api_list, api_tags, resolve};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member, Viewer};
+use crate::clock::{Clock, Timestamp};
 use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
 use crate::http::{ApiError, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// Most groups one bulk status change names.
 pub const MAX_BULK_IDS: usize = 100;
@@ -36,6 +37,8 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
     Search: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -142,14 +145,13 @@ pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
     responses((status = 200, body = ErrorGroupDetail),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_group(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<ErrorGroupDetail>, ApiError> {
     let id = group_id(&id)?;
     let org = caller.org_id;
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| {
             let Some(group) = db::get_group(txn, &org, &id)? else {
                 return Ok::<_, ApiError>(None);
@@ -201,14 +203,15 @@ async fn get_group(
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn patch_group(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<PatchGroupRequest>,
 ) -> Result<Json<ErrorGroupView>, ApiError> {
     let id = group_id(&id)?;
     let status = status_of(&request.status)?;
-    let (_, groups) = change_status(&auth, caller.org_id, vec![id], status).await?;
+    let (_, groups) = change_status((&store, clock.now()), caller.org_id, vec![id], status).await?;
     let group = groups
         .first()
         .ok_or_else(|| ApiError::not_found("error group"))?;
@@ -218,14 +221,12 @@ async fn patch_group(
 /// Sets the status of `ids` (distinct) in one write transaction: all of them, or none and
 /// 404 when one is not a group of `org`. Returns how many changed and the groups as they are.
 async fn change_status(
-    auth: &Auth,
+    (store, now): (&Store, Timestamp),
     org: OrgId,
     ids: Vec<GroupId>,
     status: GroupStatus,
 ) -> Result<(u64, Vec<ErrorGroup>), ApiError> {
-    let now = auth.clock().now();
-    let changed = auth
-        .store()
+    let changed = store
         .write(move |txn| {
             // Every group is read before any is written: an unknown one leaves all unchanged.
             let mut groups = Vec::with_capacity(ids.len());
@@ -283,7 +284,8 @@ pub struct BulkPatchResponse {
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn patch_groups(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Member(caller): Member,
     ApiJson(request): ApiJson<BulkPatchRequest>,
 ) -> Result<Json<BulkPatchResponse>, ApiError> {
@@ -301,7 +303,8 @@ async fn patch_groups(
             ids.push(id);
         }
     }
-    let (updated, groups) = change_status(&auth, caller.org_id, ids, status).await?;
+    let (updated, groups) =
+        change_status((&store, clock.now()), caller.org_id, ids, status).await?;
     Ok(Json(BulkPatchResponse {
         updated,
         items: groups.iter().map(ErrorGroupView::from).collect(),

@@ -23,12 +23,12 @@ use super::search::query::SearchRequest;
 use super::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
-use crate::auth::{Auth, Viewer};
+use crate::auth::Viewer;
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
-use crate::store::{StoreError, WalkBounds, tables, walk_backwards};
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Stored browser errors and warnings, newest first. With `q`, `from` or `to` the search
 /// index answers (newest event time first); `group` lists one error group's events. Frames
@@ -42,7 +42,7 @@ use crate::store::{StoreError, WalkBounds, tables, walk_backwards};
     responses((status = 200, body = ErrorEventList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 pub async fn list_errors(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     State(search): State<Search>,
     Viewer(caller): Viewer,
     page: PageRequest,
@@ -53,7 +53,7 @@ pub async fn list_errors(
         .iter()
         .any(|name| filters.contains_key(*name))
     {
-        return search_errors(auth, search, caller.org_id, page, filters).await;
+        return search_errors(store, search, caller.org_id, page, filters).await;
     }
     let cursor = match &page.cursor {
         Some(text) => Some(EventId::parse(text).map_err(|_| PageRequest::bad_cursor())?),
@@ -70,8 +70,7 @@ pub async fn list_errors(
     let org = caller.org_id;
     let org_id = org.clone();
     let limit = page.limit;
-    let (items, counted) = auth
-        .store()
+    let (items, counted) = store
         .read(move |txn| {
             // Events in key order of either the event table or the group's event index; both end
             // in the event id, so the cursor is the last event id in both cases.
@@ -187,7 +186,7 @@ fn events_of(
 
 /// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
 async fn search_errors(
-    auth: Auth,
+    store: Store,
     search: Search,
     org: OrgId,
     page: PageRequest,
@@ -216,10 +215,7 @@ async fn search_errors(
             .map_err(ApiError::internal)?
             .map_err(search_problem)?;
     let found = ids.len();
-    let items = auth
-        .store()
-        .read(move |txn| events_of(txn, &org, ids))
-        .await?;
+    let items = store.read(move |txn| events_of(txn, &org, ids)).await?;
     let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
     let items = items.into_iter().map(ErrorEventView::from).collect();
     Ok(Json(ErrorEventList {

@@ -19,11 +19,11 @@ use super::api::group_id;
 use super::db::{self, GROUP_EVENTS, group_event_key};
 use super::event::ErrorEvent;
 use super::event_db::EVENTS;
-use crate::auth::{Auth, Viewer};
+use crate::auth::Viewer;
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::store::{StoreError, WalkBounds, tables, walk_backwards};
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Newest events of a group read for its tag distribution.
 pub const MAX_SAMPLED_EVENTS: usize = 5_000;
@@ -64,15 +64,14 @@ pub struct GroupTags {
     responses((status = 200, body = GroupTags),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub(super) async fn group_tags(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
 ) -> Result<Json<GroupTags>, ApiError> {
     let id = group_id(&id)?;
     let org = caller.org_id;
-    let counted = auth
-        .store()
+    let counted = store
         .read(move |txn| {
             if db::get_group(txn, &org, &id)?.is_none() {
                 return Ok::<_, ApiError>(None);

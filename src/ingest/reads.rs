@@ -25,15 +25,14 @@ use super::traces::{build_tree, percentiles};
 use super::views::*;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
-use crate::clock::Timestamp;
-use crate::errors::search::Search;
+use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::store::codec::decode;
 use crate::store::tables::time_key;
-use crate::store::{Scan, StoreError, WalkBounds, tables, walk_backwards};
+use crate::store::{Scan, Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -46,7 +45,8 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Search: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_sessions))
@@ -57,11 +57,12 @@ where
         .routes(routes!(super::trace_reads::list_traces))
 }
 
+/// Runs `work` in one read transaction on a blocking thread.
 pub(super) async fn read<T: Send + 'static>(
-    auth: &Auth,
-    work: impl FnOnce(&ReadTransaction) -> Result<T, ApiError> + Send + 'static,
+    store: &Store,
+    work: impl FnOnce(&ReadTransaction) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    auth.store().read(work).await
+    Ok(store.read(work).await?)
 }
 
 /// Browser sessions, latest start first; filters `service`, `environment`, `from`, `to`.
@@ -73,7 +74,7 @@ pub(super) async fn read<T: Send + 'static>(
     responses((status = 200, body = SessionList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn list_sessions(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
@@ -99,7 +100,7 @@ async fn list_sessions(
         end = end.min(position);
     }
     let limit = page.limit;
-    let (sessions, last_key) = read(&auth, move |txn| {
+    let (sessions, last_key) = read(&store, move |txn| {
         let wanted = |session: &WebSession| {
             service
                 .as_ref()
@@ -108,7 +109,7 @@ async fn list_sessions(
                     .as_ref()
                     .is_none_or(|e| session.environment.as_ref() == Some(e))
         };
-        Ok(sessions_backwards(txn, &org, &start, &end, limit, wanted)?)
+        sessions_backwards(txn, &org, &start, &end, limit, wanted)
     })
     .await?;
     let next_cursor = last_key.and_then(|key| key.strip_prefix(&prefix).map(str::to_string));
@@ -159,12 +160,12 @@ fn sessions_backwards(
     responses((status = 200, body = SessionDetail),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_session(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<SessionDetail>, ApiError> {
     let org = caller.org_id;
-    let found = read(&auth, move |txn| {
+    let found = read(&store, move |txn| {
         if id.contains('/') {
             return Ok(None);
         }
@@ -187,13 +188,13 @@ async fn get_session(
     responses((status = 200, body = TraceView),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_trace(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(trace_id): Path<String>,
 ) -> Result<Json<TraceView>, ApiError> {
     let trace_id = hex_id("trace_id", &trace_id, 32).map_err(parameter)?;
     let (org, id) = (caller.org_id, trace_id.clone());
-    let spans = read(&auth, move |txn| {
+    let spans = read(&store, move |txn| {
         let prefix = format!("{}/{id}/", org.as_str());
         let scan = Scan {
             prefix: &prefix,
@@ -227,7 +228,7 @@ async fn get_trace(
     responses((status = 200, body = SpanStatsList),
         (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn span_stats(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<SpanStatsList>, ApiError> {
@@ -236,7 +237,7 @@ async fn span_stats(
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let wanted_span = SpanFilter::read(&filters);
     let org = caller.org_id;
-    let durations = read(&auth, move |txn| {
+    let durations = read(&store, move |txn| {
         let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for_each_span(txn, &org, |span| {
             let wanted = wanted_span.wants(&span)

@@ -15,15 +15,18 @@ use utoipa_axum::routes;
 use super::model::{Experiment, Flag, Variant, validate_key, validate_variants};
 use crate::auth::audit;
 use crate::auth::{Admin, Auth, Viewer};
+use crate::clock::Clock;
 use crate::http::error::Problem;
 use crate::http::page::PageRequest;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_flags))
@@ -74,14 +77,13 @@ pub struct PutFlag {
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = FlagList)))]
 async fn list_flags(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<FlagList>, ApiError> {
     // The cursor is the last name listed: any string is a position in name order.
     let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
-    let flags = auth
-        .store()
+    let flags = store
         .read(move |txn| super::flags_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
@@ -97,7 +99,8 @@ async fn list_flags(
     params(("name" = String, Path)),
     responses((status = 200, body = FlagView), (status = 400, body = Problem, content_type = "application/problem+json")))]
 async fn put_flag(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(name): Path<String>,
     ApiJson(request): ApiJson<PutFlag>,
@@ -108,14 +111,14 @@ async fn put_flag(
             "value must not be null; DELETE the flag instead".into(),
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let flag = Flag {
         name,
         value: request.value,
         updated_at: now,
     };
     let (stored, org, actor) = (flag.clone(), caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             super::put_flag(txn, &org, &stored)?;
             audit::record(
@@ -136,13 +139,14 @@ async fn put_flag(
 #[utoipa::path(delete, path = "/api/v1/flags/{name}", tag = "experiments", params(("name" = String, Path)),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn delete_flag(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if !super::remove_flag(txn, &org, &name)? {
                 return Err(ApiError::not_found("flag"));
@@ -222,14 +226,13 @@ pub struct PatchExperiment {
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
     responses((status = 200, body = ExperimentList)))]
 async fn list_experiments(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
 ) -> Result<Json<ExperimentList>, ApiError> {
     // The cursor is the last key listed: any string is a position in key order.
     let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| super::experiments_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
@@ -246,13 +249,14 @@ async fn list_experiments(
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "experiment_exists", body = Problem, content_type = "application/problem+json")))]
 async fn create_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateExperiment>,
 ) -> Result<(StatusCode, Json<ExperimentView>), ApiError> {
     validate_key("experiment key", &request.key).map_err(invalid)?;
     validate_variants(&request.variants).map_err(invalid)?;
-    let now = auth.clock().now();
+    let now = clock.now();
     let experiment = Experiment {
         key: request.key,
         variants: request.variants,
@@ -262,7 +266,7 @@ async fn create_experiment(
         archived: false,
     };
     let (stored, org, actor) = (experiment.clone(), caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if super::get_experiment(txn, &org, &stored.key)?.is_some() {
                 return Err(ApiError::new(
@@ -290,13 +294,12 @@ async fn create_experiment(
 #[utoipa::path(get, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
     responses((status = 200, body = ExperimentView), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn get_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(key): Path<String>,
 ) -> Result<Json<ExperimentView>, ApiError> {
     let org = caller.org_id;
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| super::get_experiment(txn, &org, &key))
         .await
         .map_err(ApiError::from)?;
@@ -311,7 +314,8 @@ async fn get_experiment(
     request_body = PatchExperiment,
     responses((status = 200, body = ExperimentView), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn patch_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(key): Path<String>,
     ApiJson(request): ApiJson<PatchExperiment>,
@@ -319,10 +323,9 @@ async fn patch_experiment(
     if let Some(variants) = &request.variants {
         validate_variants(variants).map_err(invalid)?;
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let updated = auth
-        .store()
+    let updated = store
         .write(move |txn| {
             let mut experiment = super::get_experiment(txn, &org, &key)?
                 .ok_or_else(|| ApiError::not_found("experiment"))?;
@@ -363,13 +366,14 @@ async fn patch_experiment(
 #[utoipa::path(delete, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
     responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn delete_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(key): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if !super::remove_experiment(txn, &org, &key)? {
                 return Err(ApiError::not_found("experiment"));
@@ -407,14 +411,13 @@ pub struct ExperimentResults {
 #[utoipa::path(get, path = "/api/v1/experiments/{key}/results", tag = "experiments", params(("key" = String, Path)),
     responses((status = 200, body = ExperimentResults), (status = 404, body = Problem, content_type = "application/problem+json")))]
 async fn experiment_results(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(key): Path<String>,
 ) -> Result<Json<ExperimentResults>, ApiError> {
     let org = caller.org_id;
     let lookup = key.clone();
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| {
             if super::get_experiment(txn, &org, &lookup)?.is_none() {
                 return Ok::<_, StoreError>(None);
