@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 use super::db;
 use super::event::ErrorEvent;
 use super::event_db::get_event;
+use super::failure::ErrorsError;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use super::search::Search;
 use super::views::ErrorEventView;
@@ -25,8 +26,8 @@ use super::{api_events, api_list, api_tags, resolve};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member, Viewer};
 use crate::clock::{Clock, Timestamp};
-use crate::http::error::Problem;
 use crate::http::extract::ApiJson;
+use crate::http::problems;
 use crate::http::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError};
 
@@ -131,6 +132,15 @@ pub struct PatchGroupRequest {
     pub status: String,
 }
 
+impl From<ErrorsError> for ApiError {
+    fn from(error: ErrorsError) -> ApiError {
+        match error {
+            ErrorsError::Store(store) => ApiError::from(store),
+            ErrorsError::StoredGroupId(_) | ErrorsError::EventsLost(_) => ApiError::internal(error),
+        }
+    }
+}
+
 pub(super) fn parameter(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidParameter, detail)
 }
@@ -142,8 +152,7 @@ pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
 /// One error group with its releases, histogram and latest event.
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}", tag = "errors",
     params(("id" = String, Path, description = "grp_…")),
-    responses((status = 200, body = ErrorGroupDetail),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupDetail), problems::NotFound))]
 async fn get_group(
     State(store): State<Store>,
     Viewer(caller): Viewer,
@@ -154,7 +163,7 @@ async fn get_group(
     let found = store
         .read(move |txn| {
             let Some(group) = db::get_group(txn, &org, &id)? else {
-                return Ok::<_, ApiError>(None);
+                return Ok::<_, StoreError>(None);
             };
             let mut latest: Option<ErrorEvent> = match &group.latest_event {
                 Some(event) => get_event(txn, org.as_str(), event)?,
@@ -198,10 +207,8 @@ async fn get_group(
 #[utoipa::path(patch, path = "/api/v1/error-groups/{id}", tag = "errors",
     params(("id" = String, Path, description = "grp_…")),
     request_body = PatchGroupRequest,
-    responses((status = 200, body = ErrorGroupView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupView), problems::Invalid, problems::Forbidden,
+        problems::NotFound))]
 async fn patch_group(
     State(store): State<Store>,
     State(clock): State<Clock>,
@@ -279,10 +286,8 @@ pub struct BulkPatchResponse {
 /// id is not a group of the caller's organisation (404).
 #[utoipa::path(patch, path = "/api/v1/error-groups", tag = "errors",
     request_body = BulkPatchRequest,
-    responses((status = 200, body = BulkPatchResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = BulkPatchResponse), problems::Invalid, problems::Forbidden,
+        problems::NotFound))]
 async fn patch_groups(
     State(store): State<Store>,
     State(clock): State<Clock>,

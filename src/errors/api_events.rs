@@ -25,8 +25,8 @@ use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
 use crate::auth::Viewer;
 use crate::http::ApiError;
-use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
@@ -39,8 +39,7 @@ use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
         ("to" = Option<String>, Query, description = "event time before"),
         ("group" = Option<String>, Query, description = "grp_…: only this error group's events"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorEventList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorEventList), problems::Invalid))]
 pub async fn list_errors(
     State(store): State<Store>,
     State(search): State<Search>,
@@ -116,7 +115,7 @@ pub async fn list_errors(
                 }
                 None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
             };
-            Ok::<_, ApiError>((events_of(txn, &org, ids)?, counted))
+            Ok::<_, StoreError>((events_of(txn, &org, ids)?, counted))
         })
         .await?;
     let (total, total_is_estimate) = match counted {
@@ -172,7 +171,7 @@ fn events_of(
     txn: &ReadTransaction,
     org: &OrgId,
     ids: Vec<String>,
-) -> Result<Vec<ErrorEvent>, ApiError> {
+) -> Result<Vec<ErrorEvent>, StoreError> {
     let mut events = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(mut event) = get_event(txn, org.as_str(), &id)? else {

@@ -21,6 +21,7 @@ use utoipa::ToSchema;
 use super::api::{ErrorGroupView, parameter};
 use super::api_events::{count_keys, search_problem};
 use super::db::{self, GROUP_LAST_SEEN};
+use super::failure::ErrorsError;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use super::search::query::{MatchedGroups, SearchRequest};
 use super::search::{EXACT_TOTAL_UP_TO, Search};
@@ -28,11 +29,11 @@ use crate::accounts::model::OrgId;
 use crate::auth::Viewer;
 use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
-use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::problems;
 use crate::http::query::{filters, time_filter};
 use crate::store::tables::time_key;
-use crate::store::{Store, WalkBounds, tables, walk_backwards};
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -180,8 +181,7 @@ fn checked_cursor(page: &PageRequest) -> Result<Option<String>, ApiError> {
         ("new_since" = Option<String>, Query, description = "groups first seen at or after (RFC 3339)"),
         ("sort" = Option<String>, Query, description = "last_seen (default), first_seen or count; newest or most first"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorGroupList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupList), problems::Invalid))]
 pub(super) async fn list_groups(
     State(store): State<Store>,
     State(clock): State<Clock>,
@@ -228,7 +228,7 @@ pub(super) async fn list_groups(
                 }
             };
             let (page, next) = sorted_page(candidates, request.sort, cursor, limit);
-            Ok::<_, ApiError>((page, next, total, estimate))
+            Ok::<_, ErrorsError>((page, next, total, estimate))
         })
         .await?;
     let items = groups
@@ -256,7 +256,7 @@ fn newest_first(
     request: &ListRequest,
     cursor: Option<String>,
     limit: usize,
-) -> Result<Page, ApiError> {
+) -> Result<Page, ErrorsError> {
     let prefix = tables::owner_prefix(org.as_str());
     let start = walk_start(org, request);
     let whole_end = format!("{}0", org.as_str());
@@ -308,7 +308,7 @@ fn walk_last_seen(
     end: &str,
     request: &ListRequest,
     limit: usize,
-) -> Result<Walk, ApiError> {
+) -> Result<Walk, ErrorsError> {
     let max_rows = match limit {
         usize::MAX => EXACT_TOTAL_UP_TO,
         _ => MAX_SCANNED,
@@ -320,7 +320,7 @@ fn walk_last_seen(
     };
     let table = GROUP_LAST_SEEN.definition();
     let ended = walk_backwards(txn, table, (start, end), bounds, |_, id| {
-        let id = GroupId::parse(id).map_err(ApiError::internal)?;
+        let id = GroupId::parse(id)?;
         let kept = match db::get_group(txn, org, &id)? {
             Some(group) if request.keeps(&group) => {
                 groups.push(group);
@@ -328,7 +328,7 @@ fn walk_last_seen(
             }
             _ => false,
         };
-        Ok::<_, ApiError>(kept)
+        Ok::<_, ErrorsError>(kept)
     })?;
     Ok(Walk {
         groups,
@@ -343,7 +343,7 @@ fn groups_named(
     org: &OrgId,
     ids: &std::collections::BTreeSet<String>,
     request: &ListRequest,
-) -> Result<Vec<ErrorGroup>, ApiError> {
+) -> Result<Vec<ErrorGroup>, StoreError> {
     let mut groups = Vec::new();
     for id in ids {
         let Ok(id) = GroupId::parse(id) else {

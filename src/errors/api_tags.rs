@@ -21,8 +21,8 @@ use super::event::ErrorEvent;
 use super::event_db::EVENTS;
 use crate::auth::Viewer;
 use crate::http::ApiError;
-use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::problems;
 use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Newest events of a group read for its tag distribution.
@@ -61,8 +61,7 @@ pub struct GroupTags {
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}/tags", tag = "errors",
     params(("id" = String, Path, description = "grp_…"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = GroupTags),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = GroupTags), problems::NotFound))]
 pub(super) async fn group_tags(
     State(store): State<Store>,
     Viewer(caller): Viewer,
@@ -74,7 +73,7 @@ pub(super) async fn group_tags(
     let counted = store
         .read(move |txn| {
             if db::get_group(txn, &org, &id)?.is_none() {
-                return Ok::<_, ApiError>(None);
+                return Ok::<_, StoreError>(None);
             }
             let start = group_event_key(org.as_str(), id.as_str(), "");
             let end = format!("{}0", start.trim_end_matches('/'));

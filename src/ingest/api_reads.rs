@@ -1,7 +1,7 @@
 //! Read APIs over ingested data (viewer and above): `/api/v1/sessions` and
 //! `/api/v1/sessions/{id}` (with its errors, read through `errors`, and traces),
 //! `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span name); the
-//! series and trace list are in `trace_reads.rs`.
+//! series and trace list are in `api_trace_reads.rs`.
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -17,18 +17,18 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::api_trace_reads::SpanFilter;
 use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
-use super::trace_reads::SpanFilter;
-use super::traces::{build_tree, percentiles};
+use super::traces::{SpanStats, build_tree, percentiles};
 use super::views::*;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
 use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::store::codec::decode;
 use crate::store::tables::time_key;
@@ -53,8 +53,8 @@ where
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
-        .routes(routes!(super::trace_reads::span_series))
-        .routes(routes!(super::trace_reads::list_traces))
+        .routes(routes!(super::api_trace_reads::span_series))
+        .routes(routes!(super::api_trace_reads::list_traces))
 }
 
 /// Runs `work` in one read transaction on a blocking thread.
@@ -71,14 +71,13 @@ pub(super) async fn read<T: Send + 'static>(
         ("from" = Option<String>, Query, description = "started at or after (RFC 3339 or epoch ms)"),
         ("to" = Option<String>, Query, description = "started before"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = SessionList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<SessionView>), problems::Invalid))]
 async fn list_sessions(
     State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<SessionList>, ApiError> {
+) -> Result<Json<Page<SessionView>>, ApiError> {
     let filters = filters(query.as_deref(), &["service", "environment", "from", "to"])?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let (service, environment) = (
@@ -114,7 +113,7 @@ async fn list_sessions(
     .await?;
     let next_cursor = last_key.and_then(|key| key.strip_prefix(&prefix).map(str::to_string));
     let items = sessions.into_iter().map(SessionView::from).collect();
-    Ok(Json(SessionList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Sessions of the start index `[start, end)`, latest first, that `wanted` keeps: at most
@@ -157,8 +156,7 @@ fn sessions_backwards(
 /// the spans sent with it (newest first, at most 200).
 #[utoipa::path(get, path = "/api/v1/sessions/{id}", tag = "ingest",
     params(("id" = String, Path, description = "the client's session id")),
-    responses((status = 200, body = SessionDetail),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = SessionDetail), problems::NotFound))]
 async fn get_session(
     State(store): State<Store>,
     Viewer(caller): Viewer,
@@ -185,8 +183,7 @@ async fn get_session(
 /// A trace as a tree of spans.
 #[utoipa::path(get, path = "/api/v1/traces/{trace_id}", tag = "ingest",
     params(("trace_id" = String, Path, description = "32 hex digits")),
-    responses((status = 200, body = TraceView),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = TraceView), problems::NotFound))]
 async fn get_trace(
     State(store): State<Store>,
     Viewer(caller): Viewer,
@@ -225,13 +222,12 @@ async fn get_trace(
         ("from" = Option<String>, Query, description = "spans starting at or after"),
         ("to" = Option<String>, Query, description = "spans starting before"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = SpanStatsList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<SpanStats>), problems::Invalid))]
 async fn span_stats(
     State(store): State<Store>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<SpanStatsList>, ApiError> {
+) -> Result<Json<Page<SpanStats>>, ApiError> {
     let names = ["service", "environment", "name", "from", "to"];
     let filters = filters(query.as_deref(), &names)?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
@@ -256,7 +252,7 @@ async fn span_stats(
     // Names come in order from the map, so the page is a position in name order.
     let page = PageRequest::from_query(query.as_deref())?;
     let (items, next_cursor) = page.of_sorted(percentiles(durations), |stats| stats.name.clone());
-    Ok(Json(SpanStatsList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Every span of `org`, decoded one at a time (nothing but the durations is kept).
