@@ -36,7 +36,6 @@ impl From<IngestError> for ApiError {
     fn from(error: IngestError) -> ApiError {
         match error {
             IngestError::Store(store) => ApiError::from(store),
-            IngestError::Errors(errors) => ApiError::from(errors),
             IngestError::ConfiguredOrgMissing | IngestError::NoOrgYet => {
                 ApiError::new(ErrorCode::IngestUnavailable, error.to_string())
                     .with_retry_after(NO_ORG_RETRY_AFTER)

@@ -45,7 +45,6 @@ use std::time::Duration;
 use crate::accounts::model::OrgId;
 use crate::clock::Clock;
 use crate::config::{Config, IngestSettings};
-use crate::errors::ErrorsError;
 use crate::http::BodyRules;
 use crate::store::{Store, StoreError};
 use gate::{IngestKeys, MAX_TRACKED_ADDRESSES, RateGate};
@@ -59,8 +58,6 @@ pub(crate) const NO_ORG_RETRY_AFTER: Duration = Duration::from_secs(60);
 pub enum IngestError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error(transparent)]
-    Errors(#[from] ErrorsError),
     /// `WEB_INGEST_ORG_ID` names an organisation that does not exist.
     #[error("the organisation named by WEB_INGEST_ORG_ID does not exist")]
     ConfiguredOrgMissing,
