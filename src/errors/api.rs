@@ -18,16 +18,18 @@ use utoipa_axum::routes;
 use super::db;
 use super::event::ErrorEvent;
 use super::event_db::get_event;
+use super::failure::ErrorsError;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use super::search::Search;
 use super::views::ErrorEventView;
 use super::{api_events, api_list, api_tags, resolve};
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member, Viewer};
-use crate::http::error::Problem;
+use crate::clock::{Clock, Timestamp};
 use crate::http::extract::ApiJson;
+use crate::http::problems;
 use crate::http::{ApiError, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// Most groups one bulk status change names.
 pub const MAX_BULK_IDS: usize = 100;
@@ -36,6 +38,8 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
     Search: FromRef<S>,
 {
     OpenApiRouter::new()
@@ -128,6 +132,19 @@ pub struct PatchGroupRequest {
     pub status: String,
 }
 
+impl From<ErrorsError> for ApiError {
+    fn from(error: ErrorsError) -> ApiError {
+        match error {
+            ErrorsError::Store(store) => ApiError::from(store),
+            ErrorsError::Stopping(_) => ApiError::new(
+                ErrorCode::StoreUnavailable,
+                "the server is stopping; send it again",
+            ),
+            ErrorsError::StoredGroupId(_) | ErrorsError::EventsLost(_) => ApiError::internal(error),
+        }
+    }
+}
+
 pub(super) fn parameter(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidParameter, detail)
 }
@@ -139,20 +156,18 @@ pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
 /// One error group with its releases, histogram and latest event.
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}", tag = "errors",
     params(("id" = String, Path, description = "grp_…")),
-    responses((status = 200, body = ErrorGroupDetail),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupDetail), problems::NotFound))]
 async fn get_group(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<ErrorGroupDetail>, ApiError> {
     let id = group_id(&id)?;
     let org = caller.org_id;
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| {
             let Some(group) = db::get_group(txn, &org, &id)? else {
-                return Ok::<_, ApiError>(None);
+                return Ok::<_, StoreError>(None);
             };
             let mut latest: Option<ErrorEvent> = match &group.latest_event {
                 Some(event) => get_event(txn, org.as_str(), event)?,
@@ -196,19 +211,18 @@ async fn get_group(
 #[utoipa::path(patch, path = "/api/v1/error-groups/{id}", tag = "errors",
     params(("id" = String, Path, description = "grp_…")),
     request_body = PatchGroupRequest,
-    responses((status = 200, body = ErrorGroupView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupView), problems::Invalid, problems::Forbidden,
+        problems::NotFound))]
 async fn patch_group(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Member(caller): Member,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<PatchGroupRequest>,
 ) -> Result<Json<ErrorGroupView>, ApiError> {
     let id = group_id(&id)?;
     let status = status_of(&request.status)?;
-    let (_, groups) = change_status(&auth, caller.org_id, vec![id], status).await?;
+    let (_, groups) = change_status((&store, clock.now()), caller.org_id, vec![id], status).await?;
     let group = groups
         .first()
         .ok_or_else(|| ApiError::not_found("error group"))?;
@@ -218,14 +232,12 @@ async fn patch_group(
 /// Sets the status of `ids` (distinct) in one write transaction: all of them, or none and
 /// 404 when one is not a group of `org`. Returns how many changed and the groups as they are.
 async fn change_status(
-    auth: &Auth,
+    (store, now): (&Store, Timestamp),
     org: OrgId,
     ids: Vec<GroupId>,
     status: GroupStatus,
 ) -> Result<(u64, Vec<ErrorGroup>), ApiError> {
-    let now = auth.clock().now();
-    let changed = auth
-        .store()
+    let changed = store
         .write(move |txn| {
             // Every group is read before any is written: an unknown one leaves all unchanged.
             let mut groups = Vec::with_capacity(ids.len());
@@ -278,12 +290,11 @@ pub struct BulkPatchResponse {
 /// id is not a group of the caller's organisation (404).
 #[utoipa::path(patch, path = "/api/v1/error-groups", tag = "errors",
     request_body = BulkPatchRequest,
-    responses((status = 200, body = BulkPatchResponse),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = BulkPatchResponse), problems::Invalid, problems::Forbidden,
+        problems::NotFound))]
 async fn patch_groups(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Member(caller): Member,
     ApiJson(request): ApiJson<BulkPatchRequest>,
 ) -> Result<Json<BulkPatchResponse>, ApiError> {
@@ -301,7 +312,8 @@ async fn patch_groups(
             ids.push(id);
         }
     }
-    let (updated, groups) = change_status(&auth, caller.org_id, ids, status).await?;
+    let (updated, groups) =
+        change_status((&store, clock.now()), caller.org_id, ids, status).await?;
     Ok(Json(BulkPatchResponse {
         updated,
         items: groups.iter().map(ErrorGroupView::from).collect(),

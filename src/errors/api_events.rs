@@ -23,30 +23,12 @@ use super::search::query::SearchRequest;
 use super::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
 use super::views::{ErrorEventList, ErrorEventView};
 use crate::accounts::model::OrgId;
-use crate::auth::{Auth, Viewer};
-use crate::http::error::Problem;
+use crate::auth::Viewer;
+use crate::http::ApiError;
 use crate::http::page::PageRequest;
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
-use crate::http::{ApiError, ErrorCode};
-use crate::store::{StoreError, tables};
-
-/// The keys `[start, end)` of `table`, last first, at most `limit`.
-pub(crate) fn keys_backwards<V: redb::Value + 'static>(
-    txn: &ReadTransaction,
-    table: redb::TableDefinition<'static, &'static str, V>,
-    start: &str,
-    end: &str,
-    limit: usize,
-    mut each: impl FnMut(&str, V::SelfType<'_>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let table = txn.open_table(table)?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    for entry in range.rev().take(limit) {
-        let (key, value) = entry?;
-        each(key.value(), value.value())?;
-    }
-    Ok(())
-}
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Stored browser errors and warnings, newest first. With `q`, `from` or `to` the search
 /// index answers (newest event time first); `group` lists one error group's events. Frames
@@ -57,10 +39,9 @@ pub(crate) fn keys_backwards<V: redb::Value + 'static>(
         ("to" = Option<String>, Query, description = "event time before"),
         ("group" = Option<String>, Query, description = "grp_…: only this error group's events"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorEventList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorEventList), problems::Invalid))]
 pub async fn list_errors(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     State(search): State<Search>,
     Viewer(caller): Viewer,
     page: PageRequest,
@@ -71,7 +52,7 @@ pub async fn list_errors(
         .iter()
         .any(|name| filters.contains_key(*name))
     {
-        return search_errors(auth, search, caller.org_id, page, filters).await;
+        return search_errors(store, search, caller.org_id, page, filters).await;
     }
     let cursor = match &page.cursor {
         Some(text) => Some(EventId::parse(text).map_err(|_| PageRequest::bad_cursor())?),
@@ -88,8 +69,7 @@ pub async fn list_errors(
     let org = caller.org_id;
     let org_id = org.clone();
     let limit = page.limit;
-    let (items, counted) = auth
-        .store()
+    let (items, counted) = store
         .read(move |txn| {
             // Events in key order of either the event table or the group's event index; both end
             // in the event id, so the cursor is the last event id in both cases.
@@ -103,23 +83,29 @@ pub async fn list_errors(
                 Some(id) => tables::composite_key(&owner, id.as_str()),
                 None => format!("{owner}0"),
             };
-            let mut ids = Vec::new();
+            let (mut ids, bounds) = (Vec::new(), WalkBounds::rows(limit));
             let mut collect = |key: &str| {
                 ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
             };
             match group {
                 Some(_) => {
                     let index = GROUP_EVENTS.definition();
-                    keys_backwards(txn, index, &start, &end, limit, |key, _| {
+                    walk_backwards(txn, index, (&start, &end), bounds, |key, _| {
                         collect(key);
-                        Ok(())
+                        Ok::<_, StoreError>(true)
                     })?
                 }
-                None => keys_backwards(txn, EVENTS.definition(), &start, &end, limit, |key, _| {
-                    collect(key);
-                    Ok(())
-                })?,
-            }
+                None => walk_backwards(
+                    txn,
+                    EVENTS.definition(),
+                    (&start, &end),
+                    bounds,
+                    |key, _| {
+                        collect(key);
+                        Ok::<_, StoreError>(true)
+                    },
+                )?,
+            };
             // The total counts the whole list, not what follows the cursor.
             let whole_end = format!("{owner}0");
             let counted = match group {
@@ -129,7 +115,7 @@ pub async fn list_errors(
                 }
                 None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
             };
-            Ok::<_, ApiError>((events_of(txn, &org, ids)?, counted))
+            Ok::<_, StoreError>((events_of(txn, &org, ids)?, counted))
         })
         .await?;
     let (total, total_is_estimate) = match counted {
@@ -185,7 +171,7 @@ fn events_of(
     txn: &ReadTransaction,
     org: &OrgId,
     ids: Vec<String>,
-) -> Result<Vec<ErrorEvent>, ApiError> {
+) -> Result<Vec<ErrorEvent>, StoreError> {
     let mut events = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(mut event) = get_event(txn, org.as_str(), &id)? else {
@@ -199,7 +185,7 @@ fn events_of(
 
 /// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
 async fn search_errors(
-    auth: Auth,
+    store: Store,
     search: Search,
     org: OrgId,
     page: PageRequest,
@@ -228,10 +214,7 @@ async fn search_errors(
             .map_err(ApiError::internal)?
             .map_err(search_problem)?;
     let found = ids.len();
-    let items = auth
-        .store()
-        .read(move |txn| events_of(txn, &org, ids))
-        .await?;
+    let items = store.read(move |txn| events_of(txn, &org, ids)).await?;
     let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
     let items = items.into_iter().map(ErrorEventView::from).collect();
     Ok(Json(ErrorEventList {
@@ -246,10 +229,6 @@ async fn search_errors(
 pub fn search_problem(error: SearchError) -> ApiError {
     match error {
         SearchError::InvalidQuery(detail) => parameter(format!("q: {detail}")),
-        SearchError::Closing => ApiError::new(
-            ErrorCode::StoreUnavailable,
-            "the server is stopping; send it again",
-        ),
         error @ (SearchError::Index(_) | SearchError::Directory { .. } | SearchError::Store(_)) => {
             ApiError::internal(error)
         }

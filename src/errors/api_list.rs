@@ -12,8 +12,6 @@
 //! exist the total is a lower bound, or scaled by the share of matching events read, and
 //! `total_is_estimate` is true.
 
-use std::ops::Bound;
-
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use redb::ReadTransaction;
@@ -23,18 +21,19 @@ use utoipa::ToSchema;
 use super::api::{ErrorGroupView, parameter};
 use super::api_events::{count_keys, search_problem};
 use super::db::{self, GROUP_LAST_SEEN};
+use super::failure::ErrorsError;
 use super::model::{ErrorGroup, GroupId, GroupStatus};
 use super::search::query::{MatchedGroups, SearchRequest};
 use super::search::{EXACT_TOTAL_UP_TO, Search};
 use crate::accounts::model::OrgId;
-use crate::auth::{Auth, Viewer};
-use crate::clock::Timestamp;
+use crate::auth::Viewer;
+use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
-use crate::http::error::Problem;
 use crate::http::page::PageRequest;
+use crate::http::problems;
 use crate::http::query::{filters, time_filter};
 use crate::store::tables::time_key;
-use crate::store::{StoreError, tables};
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -182,10 +181,10 @@ fn checked_cursor(page: &PageRequest) -> Result<Option<String>, ApiError> {
         ("new_since" = Option<String>, Query, description = "groups first seen at or after (RFC 3339)"),
         ("sort" = Option<String>, Query, description = "last_seen (default), first_seen or count; newest or most first"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ErrorGroupList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ErrorGroupList), problems::Invalid))]
 pub(super) async fn list_groups(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     State(search): State<Search>,
     Viewer(caller): Viewer,
     page: PageRequest,
@@ -208,9 +207,8 @@ pub(super) async fn list_groups(
         None => None,
     };
     let limit = page.limit;
-    let now = auth.clock().now();
-    let (groups, next_cursor, total, total_is_estimate) = auth
-        .store()
+    let now = clock.now();
+    let (groups, next_cursor, total, total_is_estimate) = store
         .read(move |txn| {
             if matched.is_none() && request.sort == SortOrder::LastSeen {
                 return newest_first(txn, &org, &request, cursor, limit);
@@ -230,7 +228,7 @@ pub(super) async fn list_groups(
                 }
             };
             let (page, next) = sorted_page(candidates, request.sort, cursor, limit);
-            Ok::<_, ApiError>((page, next, total, estimate))
+            Ok::<_, ErrorsError>((page, next, total, estimate))
         })
         .await?;
     let items = groups
@@ -258,7 +256,7 @@ fn newest_first(
     request: &ListRequest,
     cursor: Option<String>,
     limit: usize,
-) -> Result<Page, ApiError> {
+) -> Result<Page, ErrorsError> {
     let prefix = tables::owner_prefix(org.as_str());
     let start = walk_start(org, request);
     let whole_end = format!("{}0", org.as_str());
@@ -310,40 +308,32 @@ fn walk_last_seen(
     end: &str,
     request: &ListRequest,
     limit: usize,
-) -> Result<Walk, ApiError> {
+) -> Result<Walk, ErrorsError> {
     let max_rows = match limit {
         usize::MAX => EXACT_TOTAL_UP_TO,
         _ => MAX_SCANNED,
     };
-    let table = txn
-        .open_table(GROUP_LAST_SEEN.definition())
-        .map_err(StoreError::from)?;
-    let range = table
-        .range::<&str>((Bound::Included(start), Bound::Excluded(end)))
-        .map_err(StoreError::from)?;
-    let (mut groups, mut last_key, mut scanned) = (Vec::new(), None, 0);
-    for entry in range.rev() {
-        if groups.len() >= limit || scanned >= max_rows {
-            return Ok(Walk {
-                groups,
-                last_key,
-                complete: false,
-            });
-        }
-        scanned += 1;
-        let (key, id) = entry.map_err(StoreError::from)?;
-        let id = GroupId::parse(id.value()).map_err(ApiError::internal)?;
-        if let Some(group) = db::get_group(txn, org, &id)?
-            && request.keeps(&group)
-        {
-            groups.push(group);
-        }
-        last_key = Some(key.value().to_string());
-    }
+    let mut groups = Vec::new();
+    let bounds = WalkBounds {
+        kept: limit,
+        rows: max_rows,
+    };
+    let table = GROUP_LAST_SEEN.definition();
+    let ended = walk_backwards(txn, table, (start, end), bounds, |_, id| {
+        let id = GroupId::parse(id)?;
+        let kept = match db::get_group(txn, org, &id)? {
+            Some(group) if request.keeps(&group) => {
+                groups.push(group);
+                true
+            }
+            _ => false,
+        };
+        Ok::<_, ErrorsError>(kept)
+    })?;
     Ok(Walk {
         groups,
-        last_key,
-        complete: true,
+        complete: ended.complete(),
+        last_key: ended.last_key,
     })
 }
 
@@ -353,7 +343,7 @@ fn groups_named(
     org: &OrgId,
     ids: &std::collections::BTreeSet<String>,
     request: &ListRequest,
-) -> Result<Vec<ErrorGroup>, ApiError> {
+) -> Result<Vec<ErrorGroup>, StoreError> {
     let mut groups = Vec::new();
     for id in ids {
         let Ok(id) = GroupId::parse(id) else {

@@ -16,15 +16,14 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api::group_id;
-use super::api_events::keys_backwards;
 use super::db::{self, GROUP_EVENTS, group_event_key};
 use super::event::ErrorEvent;
 use super::event_db::EVENTS;
-use crate::auth::{Auth, Viewer};
+use crate::auth::Viewer;
 use crate::http::ApiError;
-use crate::http::error::Problem;
 use crate::http::page::PageRequest;
-use crate::store::tables;
+use crate::http::problems;
+use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Newest events of a group read for its tag distribution.
 pub const MAX_SAMPLED_EVENTS: usize = 5_000;
@@ -62,29 +61,28 @@ pub struct GroupTags {
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}/tags", tag = "errors",
     params(("id" = String, Path, description = "grp_…"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = GroupTags),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = GroupTags), problems::NotFound))]
 pub(super) async fn group_tags(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     page: PageRequest,
 ) -> Result<Json<GroupTags>, ApiError> {
     let id = group_id(&id)?;
     let org = caller.org_id;
-    let counted = auth
-        .store()
+    let counted = store
         .read(move |txn| {
             if db::get_group(txn, &org, &id)?.is_none() {
-                return Ok::<_, ApiError>(None);
+                return Ok::<_, StoreError>(None);
             }
             let start = group_event_key(org.as_str(), id.as_str(), "");
             let end = format!("{}0", start.trim_end_matches('/'));
             let mut ids = Vec::new();
             let table = GROUP_EVENTS.definition();
-            keys_backwards(txn, table, &start, &end, MAX_SAMPLED_EVENTS, |key, _| {
+            let bounds = WalkBounds::rows(MAX_SAMPLED_EVENTS);
+            walk_backwards(txn, table, (&start, &end), bounds, |key, _| {
                 ids.push(key[start.len()..].to_string());
-                Ok(())
+                Ok::<_, StoreError>(true)
             })?;
             let mut tally = Tally::default();
             for event_id in ids {

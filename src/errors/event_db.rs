@@ -21,6 +21,8 @@ use crate::store::ages::{self, Kind};
 use crate::store::codec::decode;
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
 
+/// The age index tag of a error event (in stored keys: never changes).
+pub const EVENT_AGE: Kind = Kind::new("evt");
 pub const EVENTS: RecordTable<ErrorEvent> = RecordTable::new(tables::EVENTS);
 const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
 const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
@@ -173,7 +175,7 @@ pub fn store_events(
             let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
             session_events.insert(&session_key, "")?;
         }
-        ages::put_age_with(&mut age_rows, Kind::Event, event.age(), &key)?;
+        ages::put_age_with(&mut age_rows, EVENT_AGE, event.age(), &key)?;
         if let Some(service) = &event.service {
             activity.push(Activity {
                 service: service.clone(),
@@ -209,7 +211,7 @@ pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreErro
     if let Some(group) = &event.group_id {
         groups::forget_event(txn, org, group, event.id.as_str())?;
     }
-    ages::remove_age(txn, Kind::Event, event.age(), key)?;
+    ages::remove_age(txn, EVENT_AGE, event.age(), key)?;
     EVENTS.remove(txn, key)
 }
 

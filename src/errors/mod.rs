@@ -16,34 +16,41 @@
 //! `db.rs` (group tables and `Grouping`), `sourcemaps.rs` (stored maps), `resolve.rs`
 //! (resolution), `views.rs` (the event's wire type), `api_events.rs` (the event list),
 //! `api.rs` (group detail and status changes), `api_list.rs` (the group list), `api_tags.rs`
-//! (a group's tag distribution).
+//! (a group's tag distribution), `failure.rs` (`ErrorsError`, what storage code and closures
+//! return; only the API rooms map it to answers). The rooms are private: other folders, tests and benches
+//! reach errors only through the items re-exported here (and the `search` room's face).
 
-pub mod api;
-pub mod api_events;
-pub mod api_list;
-pub mod api_tags;
-pub mod db;
+mod api;
+mod api_events;
+mod api_list;
+mod api_tags;
+mod db;
 mod event;
 mod event_db;
-pub mod fingerprint;
-pub mod model;
-pub mod resolve;
+mod failure;
+mod fingerprint;
+mod model;
+mod resolve;
+// The index is errors' own room, public because the server starts it and the admin socket
+// and the CLI rebuild it through its own face (`search::Search`, `search::rebuild`).
 pub mod search;
 mod sourcemaps;
-pub mod stack;
+mod stack;
 mod views;
 
 use redb::WriteTransaction;
 
+pub use api::routes;
 pub use event::{ErrorEvent, EventId, MAX_BREADCRUMBS};
 pub use event_db::{
-    EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session, remove_event,
+    EVENT_AGE, EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session,
+    remove_event,
 };
+pub use failure::ErrorsError;
 pub use sourcemaps::{SourceMap, SourceMapId};
 pub use views::ErrorEventView;
 
 use crate::accounts::model::OrgId;
-use crate::http::ApiError;
 use crate::store::{ReadTxn, Store, StoreError};
 use search::IndexTicket;
 
@@ -53,7 +60,7 @@ pub async fn resolve_batch(
     store: &Store,
     org: &OrgId,
     mut events: Vec<ErrorEvent>,
-) -> Result<Vec<ErrorEvent>, ApiError> {
+) -> Result<Vec<ErrorEvent>, ErrorsError> {
     let wanted = events
         .iter()
         .any(|event| event.release.is_some() && (event.frames.is_some() || event.stack.is_some()));
@@ -61,14 +68,15 @@ pub async fn resolve_batch(
         return Ok(events);
     }
     let org = org.clone();
-    store
+    let resolved = store
         .read(move |txn| {
             for event in &mut events {
                 resolve::resolve_for_storing(txn, &org, event)?;
             }
-            Ok::<_, ApiError>(events)
+            Ok::<_, StoreError>(events)
         })
-        .await
+        .await?;
+    Ok(resolved)
 }
 
 /// Stores a batch inside the caller's write transaction: the events not stored before, each
@@ -85,8 +93,8 @@ pub fn store_events(
 
 /// The ticket a request takes before writing a batch (`search::status`); refused while the
 /// server is stopping, before anything is written.
-pub fn index_ticket(search: &search::Search) -> Result<IndexTicket, ApiError> {
-    search.ticket().map_err(api_events::search_problem)
+pub fn index_ticket(search: &search::Search) -> Result<IndexTicket, ErrorsError> {
+    Ok(search.ticket()?)
 }
 
 /// Called once a batch is durable, with what `store_events` reported and where its events
@@ -98,8 +106,8 @@ pub async fn events_committed(
     org: &OrgId,
     returned: ReturnedEvents,
     stored: StoredEvents,
-) -> Result<(), ApiError> {
-    let events = returned.arrive().await.map_err(ApiError::internal)?;
+) -> Result<(), ErrorsError> {
+    let events = returned.arrive().await?;
     let stored = stored.take_from(events);
     metrics::counter!("lookout_ingest_events_stored_total").increment(stored.len() as u64);
     tracing::debug!(org = %org, stored = stored.len(), "error events committed");

@@ -1,5 +1,5 @@
 //! The `/ingest/*` routes: errors, sessions, spans, ab-config and ab-uniques here, source maps
-//! in `sourcemap_upload.rs`; all behind the gate (`gate::ingest_gate`).
+//! in `api_sourcemaps.rs`; all behind the gate (`gate::ingest_gate`).
 //!
 //! Invariants: the checks run in CONTRACT order (rate and origin in the gate, then the declared
 //! size, key, the size of the bytes read, media type and encoding, parse, count, items), so no
@@ -20,15 +20,30 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::experiments::{self, model::parse_exposure};
-use super::{Ingest, body, gate, scrub, sessions, spans, web_errors};
+use super::{
+    Ingest, IngestError, NO_ORG_RETRY_AFTER, body, gate, scrub, sessions, spans, web_errors,
+};
 use crate::accounts::model::OrgId;
 use crate::alerting::SpikeWake;
 use crate::auth::Auth;
 use crate::clock::Timestamp;
-use crate::http::error::Problem;
 use crate::http::extract::read_body;
-use crate::http::{ApiError, ClientAddr};
+use crate::http::problems;
+use crate::http::{ApiError, ClientAddr, ErrorCode};
 use crate::store::StoreError;
+
+impl From<IngestError> for ApiError {
+    fn from(error: IngestError) -> ApiError {
+        match error {
+            IngestError::Store(store) => ApiError::from(store),
+            IngestError::ConfiguredOrgMissing | IngestError::NoOrgYet => {
+                ApiError::new(ErrorCode::IngestUnavailable, error.to_string())
+                    .with_retry_after(NO_ORG_RETRY_AFTER)
+            }
+            IngestError::Work(_) => ApiError::internal(error),
+        }
+    }
+}
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -42,7 +57,7 @@ where
         .routes(routes!(post_web_errors))
         .routes(routes!(post_web_sessions))
         .routes(routes!(post_spans))
-        .routes(routes!(super::sourcemap_upload::post_sourcemap))
+        .routes(routes!(super::api_sourcemaps::post_sourcemap))
         .routes(routes!(get_ab_config))
         .routes(routes!(post_ab_uniques));
     document_preflight(router.get_openapi_mut());
@@ -203,14 +218,9 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
     description = "Key in `X-Lookout-Key` or `?key=`. Body `{\"events\":[…]}` as JSON or text/plain, optionally gzip. See docs/ingest.md.",
     request_body(content = BatchBody, content_type = "application/json"),
     params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
-    responses((status = 202, body = IngestResult),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 429, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 202, body = IngestResult), problems::Invalid, problems::Unauthenticated,
+        problems::Forbidden, problems::TooLarge, problems::UnsupportedMediaType,
+        problems::RateLimited, problems::Unavailable))]
 async fn post_web_errors(
     State(ingest): State<Ingest>,
     State(search): State<crate::errors::search::Search>,
@@ -251,11 +261,8 @@ async fn post_web_errors(
     description = "Body `{\"sessions\":[…]}`; see docs/ingest.md.",
     request_body(content = BatchBody, content_type = "application/json"),
     params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
-    responses((status = 202, body = IngestResult),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 202, body = IngestResult), problems::Invalid, problems::Unauthenticated,
+        problems::Forbidden, problems::TooLarge))]
 async fn post_web_sessions(
     State(ingest): State<Ingest>,
     request: Request,
@@ -278,11 +285,8 @@ async fn post_web_sessions(
     description = "Body `{\"spans\":[…]}`; see docs/ingest.md.",
     request_body(content = BatchBody, content_type = "application/json"),
     params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
-    responses((status = 202, body = IngestResult),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 202, body = IngestResult), problems::Invalid, problems::Unauthenticated,
+        problems::Forbidden, problems::TooLarge))]
 async fn post_spans(
     State(ingest): State<Ingest>,
     request: Request,
@@ -296,11 +300,8 @@ async fn post_spans(
     description = "Body `{\"exposures\":[{\"experiment\",\"variant\",\"visitor_id\",\"timestamp\"?}]}`.",
     request_body(content = BatchBody, content_type = "application/json"),
     params(("key" = Option<String>, Query, description = "the ingest key, for sendBeacon")),
-    responses((status = 202, body = IngestResult),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 202, body = IngestResult), problems::Invalid, problems::Unauthenticated,
+        problems::Forbidden, problems::TooLarge))]
 async fn post_ab_uniques(
     State(ingest): State<Ingest>,
     request: Request,
@@ -334,8 +335,7 @@ async fn post_ab_uniques(
     description = "`{\"flags\":{name:value},\"experiments\":[…]}` with `ETag` and `Cache-Control: no-cache`; `If-None-Match` with the current ETag gives 304.",
     params(("key" = Option<String>, Query, description = "the ingest key")),
     responses((status = 200, body = experiments::AbConfig), (status = 304),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json")))]
+        problems::Unauthenticated, problems::Forbidden))]
 async fn get_ab_config(
     State(ingest): State<Ingest>,
     request: Request,

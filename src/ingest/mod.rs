@@ -13,24 +13,28 @@
 //! parsing, scrubbing, compressing) run on blocking threads, never on the reactor.
 //!
 //! Error events and source maps are the `errors` capability's: ingest reads an item into an
-//! `errors::ErrorEvent` (`web_errors.rs`) or checks an uploaded map (`sourcemap_upload.rs`) and
+//! `errors::ErrorEvent` (`web_errors.rs`) or checks an uploaded map (`api_sourcemaps.rs`) and
 //! hands them to `errors`' public face; nothing comes back but its answers. Telemetry counts for
 //! alert rules and the services registry go to `alerting`'s face the same way, one direction.
+//!
+//! Errors: ingest's own code returns `IngestError` (and experiments `ExperimentError`); only
+//! the handlers (`api.rs`, `api_*.rs`, `experiments/api.rs`) and the request-reading edge
+//! (`gate.rs`, `body.rs`) speak `ApiError`, and the mappings are exhaustive matches.
 
 pub mod api;
+pub mod api_reads;
+pub mod api_settings;
+pub mod api_sourcemaps;
+pub mod api_trace_reads;
 pub mod body;
 pub mod experiments;
 pub mod fields;
 pub mod gate;
-pub mod reads;
 pub mod retention;
 pub mod scrub;
 pub mod session_spans;
 pub mod sessions;
-pub mod settings_view;
-pub mod sourcemap_upload;
 pub mod spans;
-pub mod trace_reads;
 pub mod traces;
 pub mod views;
 pub mod web_errors;
@@ -41,12 +45,29 @@ use std::time::Duration;
 use crate::accounts::model::OrgId;
 use crate::clock::Clock;
 use crate::config::{Config, IngestSettings};
-use crate::http::{ApiError, BodyRules, ErrorCode};
+use crate::http::BodyRules;
 use crate::store::{Store, StoreError};
 use gate::{IngestKeys, MAX_TRACKED_ADDRESSES, RateGate};
 
 /// How long a client is asked to wait while no organisation exists to receive its data.
-const NO_ORG_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const NO_ORG_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What ingest's own code (the handle, the batch's way to the store) can meet; the HTTP edge
+/// (`api.rs`) maps each to its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// `WEB_INGEST_ORG_ID` names an organisation that does not exist.
+    #[error("the organisation named by WEB_INGEST_ORG_ID does not exist")]
+    ConfiguredOrgMissing,
+    /// No organisation exists before setup.
+    #[error("no organisation exists yet: finish setup first")]
+    NoOrgYet,
+    /// A batch's CPU work could not run to its end (the pool closed, the thread panicked).
+    #[error("batch work failed: {0}")]
+    Work(String),
+}
 
 /// The ingest handle shared by the ingest routes, the gate and the retention worker.
 #[derive(Clone)]
@@ -115,7 +136,7 @@ impl Ingest {
     pub async fn cpu_work<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, IngestError> {
         // The permit goes with the work: a request dropped while waiting for it (its client
         // gone) does not free a core the work still uses.
         let permit = self
@@ -124,14 +145,14 @@ impl Ingest {
             .clone()
             .acquire_owned()
             .await
-            .map_err(ApiError::internal)?;
+            .map_err(|closed| IngestError::Work(closed.to_string()))?;
         tokio::task::spawn_blocking(move || {
             let done = work();
             drop(permit);
             done
         })
         .await
-        .map_err(ApiError::internal)
+        .map_err(|failed| IngestError::Work(failed.to_string()))
     }
 
     /// RETENTION_DAYS as a duration.
@@ -149,7 +170,7 @@ impl Ingest {
 
     /// The organisation ingested data is bound to: `WEB_INGEST_ORG_ID`, else the first
     /// organisation. 503 `ingest_unavailable` while it does not exist (before setup).
-    pub async fn org(&self) -> Result<OrgId, ApiError> {
+    pub async fn org(&self) -> Result<OrgId, IngestError> {
         if let Some(org) = self.inner.org.get() {
             return Ok(org.clone());
         }
@@ -167,12 +188,10 @@ impl Ingest {
             })
             .await?;
         let Some(org) = found else {
-            let detail = match &self.inner.settings.org_id {
-                Some(_) => "the organisation named by WEB_INGEST_ORG_ID does not exist",
-                None => "no organisation exists yet: finish setup first",
-            };
-            return Err(ApiError::new(ErrorCode::IngestUnavailable, detail)
-                .with_retry_after(NO_ORG_RETRY_AFTER));
+            return Err(match &self.inner.settings.org_id {
+                Some(_) => IngestError::ConfiguredOrgMissing,
+                None => IngestError::NoOrgYet,
+            });
         };
         Ok(self.inner.org.get_or_init(|| org).clone())
     }

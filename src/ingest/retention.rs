@@ -75,19 +75,39 @@ pub fn retention_cutoff(now: Timestamp, retention: Duration) -> Timestamp {
     Timestamp(now.unix_millis().saturating_sub(ms))
 }
 
+/// Every kind of record in the age index: error events (`errors`), sessions and spans.
+const AGE_KINDS: [Kind; 3] = [
+    crate::errors::EVENT_AGE,
+    sessions::SESSION_AGE,
+    spans::SPAN_AGE,
+];
+
+/// Removes a record and its index rows by its key; answers whether it was there.
+type Remove = fn(&WriteTransaction, &str) -> Result<bool, StoreError>;
+
+fn unclaimed(kind: Kind) -> StoreError {
+    StoreError::Corrupt {
+        what: "telemetry age kind",
+        detail: kind.as_str().to_string(),
+    }
+}
+
 /// Deletes up to `limit` items aged before `cutoff`, oldest first; returns how many.
 pub fn delete_expired(
     txn: &WriteTransaction,
     cutoff: Timestamp,
     limit: usize,
 ) -> Result<usize, StoreError> {
-    let expired = ages::expired(txn, cutoff, limit)?;
+    let expired = ages::expired(txn, (cutoff, &AGE_KINDS), limit)?;
     for item in &expired {
-        match item.kind {
-            Kind::Event => crate::errors::remove_event(txn, &item.record_key)?,
-            Kind::Session => sessions::remove_session(txn, &item.record_key)?,
-            Kind::Span => spans::remove_span(txn, &item.record_key)?,
+        let remove: Remove = match item.kind {
+            crate::errors::EVENT_AGE => crate::errors::remove_event,
+            sessions::SESSION_AGE => sessions::remove_session,
+            spans::SPAN_AGE => spans::remove_span,
+            // `expired` returns only the kinds of `AGE_KINDS`.
+            other => return Err(unclaimed(other)),
         };
+        remove(txn, &item.record_key)?;
         // Normally gone with its record already; this also clears a row left dangling.
         ages::remove_age_key(txn, &item.age_key)?;
     }

@@ -18,6 +18,8 @@ use crate::store::codec::Record;
 use crate::store::tables::time_key;
 use crate::store::{IndexTable, RecordTable, StoreError, tables};
 
+/// The age index tag of a browser session (in stored keys: never changes).
+pub const SESSION_AGE: Kind = Kind::new("ses");
 pub const WEB_SESSIONS: RecordTable<WebSession> = RecordTable::new(tables::WEB_SESSIONS);
 pub const SESSION_STARTS: IndexTable = IndexTable::new(tables::SESSION_STARTS);
 
@@ -149,14 +151,14 @@ pub fn upsert_sessions(
         let merged = match WEB_SESSIONS.get(txn, &key)? {
             Some(old) => {
                 SESSION_STARTS.remove(txn, &start_key(org, &old))?;
-                ages::remove_age(txn, Kind::Session, old.age(), &key)?;
+                ages::remove_age(txn, SESSION_AGE, old.age(), &key)?;
                 old.updated_by(session.clone())
             }
             None => session.clone(),
         };
         WEB_SESSIONS.insert(txn, &key, &merged)?;
         SESSION_STARTS.insert(txn, &start_key(org, &merged), "")?;
-        ages::put_age(txn, Kind::Session, merged.age(), &key)?;
+        ages::put_age(txn, SESSION_AGE, merged.age(), &key)?;
         if let Some(service) = &merged.service {
             activity.push(Activity {
                 service: service.clone(),
@@ -177,7 +179,7 @@ pub fn remove_session(txn: &WriteTransaction, key: &str) -> Result<bool, StoreEr
     let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
     let start = format!("{org}/{}/{}", time_key(session.started_at), session.id);
     SESSION_STARTS.remove(txn, &start)?;
-    ages::remove_age(txn, Kind::Session, session.age(), key)?;
+    ages::remove_age(txn, SESSION_AGE, session.age(), key)?;
     WEB_SESSIONS.remove(txn, key)
 }
 

@@ -19,6 +19,8 @@ use crate::store::ages::{self, Kind};
 use crate::store::codec::Record;
 use crate::store::{RecordTable, StoreError, tables};
 
+/// The age index tag of a span (in stored keys: never changes).
+pub const SPAN_AGE: Kind = Kind::new("spn");
 pub const SPANS: RecordTable<Span> = RecordTable::new(tables::SPANS);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,7 +136,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
         let old = SPANS.get(txn, &key)?;
         session_spans::put_row(txn, org, old.as_ref(), span)?;
         if let Some(old) = old {
-            ages::remove_age(txn, Kind::Span, old.age(), &key)?;
+            ages::remove_age(txn, SPAN_AGE, old.age(), &key)?;
         } else {
             // A span sent again replaces itself; it is counted for alert rules once.
             rollups.span(
@@ -146,7 +148,7 @@ pub fn store_spans(txn: &WriteTransaction, org: &OrgId, spans: &[Span]) -> Resul
             );
         }
         SPANS.insert(txn, &key, span)?;
-        ages::put_age(txn, Kind::Span, span.age(), &key)?;
+        ages::put_age(txn, SPAN_AGE, span.age(), &key)?;
         activity.push(Activity {
             service: span.service.clone(),
             environment: span.environment.clone(),
@@ -163,7 +165,7 @@ pub fn remove_span(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError
     let Some(span) = SPANS.get(txn, key)? else {
         return Ok(false);
     };
-    ages::remove_age(txn, Kind::Span, span.age(), key)?;
+    ages::remove_age(txn, SPAN_AGE, span.age(), key)?;
     let org = key.split('/').next().and_then(|org| OrgId::parse(org).ok());
     if let Some(org) = org {
         session_spans::remove_row(txn, &org, &span)?;

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::session_spans::SessionTrace;
 use super::sessions::WebSession;
-use super::traces::{SpanStats, TraceSpan};
+use super::traces::TraceSpan;
 use crate::errors::{ErrorEvent, ErrorEventView};
 
 /// A browser session, as ingested (scrubbed).
@@ -51,12 +51,6 @@ impl From<WebSession> for SessionView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SessionList {
-    pub items: Vec<SessionView>,
-    pub next_cursor: Option<String>,
-}
-
 /// One session with the error events that named it, oldest first. The client's own error
 /// count moves to `errors_reported` so that `errors` can list the events.
 #[derive(Debug, Serialize, ToSchema)]
@@ -86,10 +80,4 @@ pub struct TraceView {
     pub trace_id: String,
     /// Root spans, each with `children`.
     pub spans: Vec<TraceSpan>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SpanStatsList {
-    pub items: Vec<SpanStats>,
-    pub next_cursor: Option<String>,
 }

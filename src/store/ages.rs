@@ -1,12 +1,12 @@
-//! The telemetry age index that retention walks: one row per stored error event, session and
-//! span, keyed by its age. Here, below the capabilities, because the one that stores a record
-//! (error events in `errors`, sessions and spans in `ingest`) writes its age row in the same
-//! transaction, and `ingest::retention` walks them all.
+//! The telemetry age index that retention walks: one row per stored telemetry record, keyed
+//! by its age and the record's kind. Here, below the capabilities, because each capability
+//! that stores such records writes their age rows in its own transactions, and retention
+//! walks them all. The store knows no record: a kind is an opaque tag its owner defines.
 //!
-//! Invariants: every stored event, session and span has exactly one row in `TELEMETRY_AGES`,
-//! keyed by its age (the earlier of the client's time and the arrival time, so a client cannot
-//! date an item into the future to escape retention); whoever replaces or removes a record
-//! moves or removes its age row in the same transaction.
+//! Invariants: every stored telemetry record has exactly one row in `TELEMETRY_AGES`, keyed
+//! `{age}/{kind tag}/{record key}` by its age (the earlier of the client's time and the arrival
+//! time, so a client cannot date an item into the future to escape retention); whoever
+//! replaces or removes a record moves or removes its age row in the same transaction.
 
 use redb::WriteTransaction;
 
@@ -16,30 +16,20 @@ use crate::clock::Timestamp;
 
 pub const TELEMETRY_AGES: IndexTable = IndexTable::new(tables::TELEMETRY_AGES);
 
-/// What an age row points at.
+/// What an age row points at: a short tag the capability that owns the record chooses
+/// (stored in the row's key, so a tag never changes once rows carry it). The store keeps
+/// tags opaque; retention hands back each expired row's tag for its owner to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Event,
-    Session,
-    Span,
-}
+pub struct Kind(&'static str);
 
 impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Event => "evt",
-            Kind::Session => "ses",
-            Kind::Span => "spn",
-        }
+    /// A tag of letters only (the key's `/` separates it from the age and the record key).
+    pub const fn new(tag: &'static str) -> Kind {
+        Kind(tag)
     }
 
-    fn parse(text: &str) -> Option<Kind> {
-        match text {
-            "evt" => Some(Kind::Event),
-            "ses" => Some(Kind::Session),
-            "spn" => Some(Kind::Span),
-            _ => None,
-        }
+    pub fn as_str(self) -> &'static str {
+        self.0
     }
 }
 
@@ -89,10 +79,11 @@ pub struct Expired {
     pub record_key: String,
 }
 
-/// Up to `limit` items aged strictly before `cutoff`, oldest first.
+/// Up to `limit` items aged strictly before `cutoff`, oldest first. A row whose tag is none
+/// of `kinds` is corrupt.
 pub fn expired(
     txn: &impl ReadTxn,
-    cutoff: Timestamp,
+    (cutoff, kinds): (Timestamp, &[Kind]),
     limit: usize,
 ) -> Result<Vec<Expired>, StoreError> {
     let bound = time_key(cutoff);
@@ -111,7 +102,10 @@ pub fn expired(
         if age >= bound.as_str() {
             break;
         }
-        let kind = Kind::parse(kind).ok_or_else(|| corrupt(&key))?;
+        let kind = *kinds
+            .iter()
+            .find(|known| known.as_str() == kind)
+            .ok_or_else(|| corrupt(&key))?;
         found.push(Expired {
             kind,
             record_key: record_key.to_string(),
@@ -138,25 +132,35 @@ pub fn remove_age_key(txn: &WriteTransaction, age_key: &str) -> Result<(), Store
 mod tests {
     use super::*;
 
+    const EVENT: Kind = Kind::new("evt");
+    const SESSION: Kind = Kind::new("ses");
+    const SPAN: Kind = Kind::new("spn");
+    const KINDS: [Kind; 3] = [EVENT, SESSION, SPAN];
+
     #[test]
     fn ages_sort_by_time_and_round_trip() {
         let (_dir, database) = crate::store::migrations::scratch_database();
         let txn = database.begin_write().unwrap();
-        put_age(&txn, Kind::Span, Timestamp(3_000), "org_A/t/s").unwrap();
-        put_age(&txn, Kind::Event, Timestamp(1_000), "org_A/evt_1").unwrap();
-        put_age(&txn, Kind::Session, Timestamp(2_000), "org_A/s/1").unwrap();
-        let found = expired(&txn, Timestamp(3_000), 10).unwrap();
+        put_age(&txn, SPAN, Timestamp(3_000), "org_A/t/s").unwrap();
+        put_age(&txn, EVENT, Timestamp(1_000), "org_A/evt_1").unwrap();
+        put_age(&txn, SESSION, Timestamp(2_000), "org_A/s/1").unwrap();
+        let found = expired(&txn, (Timestamp(3_000), &KINDS), 10).unwrap();
         let kinds: Vec<_> = found
             .iter()
             .map(|e| (e.kind, e.record_key.as_str()))
             .collect();
+        assert_eq!(kinds, [(EVENT, "org_A/evt_1"), (SESSION, "org_A/s/1")]);
         assert_eq!(
-            kinds,
-            [(Kind::Event, "org_A/evt_1"), (Kind::Session, "org_A/s/1")]
+            expired(&txn, (Timestamp(9_000), &KINDS), 1).unwrap().len(),
+            1
         );
-        assert_eq!(expired(&txn, Timestamp(9_000), 1).unwrap().len(), 1);
-        remove_age(&txn, Kind::Event, Timestamp(1_000), "org_A/evt_1").unwrap();
-        assert_eq!(expired(&txn, Timestamp(3_000), 10).unwrap().len(), 1);
+        remove_age(&txn, EVENT, Timestamp(1_000), "org_A/evt_1").unwrap();
+        assert_eq!(
+            expired(&txn, (Timestamp(3_000), &KINDS), 10).unwrap().len(),
+            1
+        );
         assert_eq!(age_of(Timestamp(5), Timestamp(3)), Timestamp(3));
+        // A tag nobody claims is corrupt, not skipped.
+        assert!(expired(&txn, (Timestamp(9_000), &[EVENT]), 10).is_err());
     }
 }

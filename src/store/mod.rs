@@ -11,6 +11,7 @@
 //! - No transaction is ever held across an `.await`: closures run to completion on one thread.
 
 pub mod ages;
+mod backward;
 pub mod codec;
 pub mod data_dir;
 pub mod ids;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use tokio::sync::oneshot;
 
+pub use backward::{WalkBounds, WalkEnd, walk_backwards};
 pub(crate) use secret_table::secret_record;
 pub use secret_table::{SecretRecord, SecretTable};
 pub use table::{

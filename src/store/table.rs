@@ -13,6 +13,7 @@ use redb::{
 };
 
 use super::StoreError;
+use super::backward::WalkBounds;
 use super::codec::{self, Record};
 
 /// A transaction that can be read from: a read transaction, or a write transaction seeing its
@@ -130,16 +131,11 @@ impl<V: Value + 'static> OpenTable<'_, V> {
         let end = before
             .filter(|before| *before < past.as_str())
             .unwrap_or(&past);
-        let bounds = (Bound::Included(prefix), Bound::Excluded(end));
-        let range = match self {
-            OpenTable::Read(table) => table.range::<&str>(bounds)?,
-            OpenTable::Write(table) => table.range::<&str>(bounds)?,
-        };
         let mut rows = Vec::new();
-        for entry in range.rev().take(limit) {
-            let (key, value) = entry?;
-            rows.push(read(key.value(), value.value())?);
-        }
+        self.walk_backwards((prefix, end), WalkBounds::rows(limit), |key, value| {
+            rows.push(read(key, value)?);
+            Ok::<_, StoreError>(true)
+        })?;
         Ok(rows)
     }
 

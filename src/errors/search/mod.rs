@@ -56,9 +56,6 @@ pub enum SearchError {
     /// The `q` parameter is not a valid query (the detail says where).
     #[error("q: {0}")]
     InvalidQuery(String),
-    /// The server is stopping: no more events are taken for indexing.
-    #[error("the server is stopping")]
-    Closing,
 }
 
 /// List totals are exact up to this many matches; beyond, they are an estimate

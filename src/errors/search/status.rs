@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{Search, SearchError};
+use super::Search;
 use crate::errors::ErrorEvent;
 
 #[derive(Default)]
@@ -69,6 +69,11 @@ impl Status {
     }
 }
 
+/// No ticket: the server is stopping and takes no more events for indexing.
+#[derive(Debug, thiserror::Error)]
+#[error("the server is stopping")]
+pub struct Stopping;
+
 /// The promise to hand the events of one write to the index once they are durable.
 pub struct IndexTicket {
     search: Search,
@@ -78,10 +83,10 @@ pub struct IndexTicket {
 impl Search {
     /// A ticket for one write of events; refused once the search is closing (the server is
     /// stopping), so that no write goes unaccounted for.
-    pub fn ticket(&self) -> Result<IndexTicket, SearchError> {
+    pub fn ticket(&self) -> Result<IndexTicket, Stopping> {
         let mut tickets = self.inner.status.tickets();
         if tickets.closed {
-            return Err(SearchError::Closing);
+            return Err(Stopping);
         }
         tickets.outstanding += 1;
         Ok(IndexTicket {

@@ -12,18 +12,23 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::ExperimentError;
 use super::model::{Experiment, Flag, Variant, validate_key, validate_variants};
 use crate::auth::audit;
 use crate::auth::{Admin, Auth, Viewer};
+use crate::clock::Clock;
 use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_flags))
@@ -35,6 +40,21 @@ where
 
 fn invalid(message: String) -> ApiError {
     ApiError::new(ErrorCode::InvalidPayload, message)
+}
+
+impl From<ExperimentError> for ApiError {
+    fn from(error: ExperimentError) -> ApiError {
+        match error {
+            ExperimentError::Store(store) => ApiError::from(store),
+            ExperimentError::FlagNotFound => ApiError::not_found("flag"),
+            ExperimentError::ExperimentNotFound => ApiError::not_found("experiment"),
+            ExperimentError::ExperimentExists(key) => ApiError::new(
+                ErrorCode::ExperimentExists,
+                format!("experiment {key:?} exists"),
+            ),
+            ExperimentError::ArchivedAndActive => invalid(error.to_string()),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -55,12 +75,6 @@ impl From<Flag> for FlagView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct FlagList {
-    pub items: Vec<FlagView>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutFlag {
@@ -72,32 +86,29 @@ pub struct PutFlag {
 /// Every flag of the organisation.
 #[utoipa::path(get, path = "/api/v1/flags", tag = "experiments",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = FlagList)))]
+    responses((status = 200, body = Page<FlagView>)))]
 async fn list_flags(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<FlagList>, ApiError> {
+) -> Result<Json<Page<FlagView>>, ApiError> {
     // The cursor is the last name listed: any string is a position in name order.
     let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
-    let flags = auth
-        .store()
+    let flags = store
         .read(move |txn| super::flags_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
-    let (flags, next_cursor) = page.split(flags, |flag| flag.name.clone());
-    Ok(Json(FlagList {
-        items: flags.into_iter().map(FlagView::from).collect(),
-        next_cursor,
-    }))
+    let view = |flag: &Flag| FlagView::from(flag.clone());
+    Ok(Json(page.answer(flags, |flag| flag.name.clone(), view)))
 }
 
 /// Sets a flag; `ab-config` serves the new value at once.
 #[utoipa::path(put, path = "/api/v1/flags/{name}", tag = "experiments", request_body = PutFlag,
     params(("name" = String, Path)),
-    responses((status = 200, body = FlagView), (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = FlagView), problems::Invalid))]
 async fn put_flag(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(name): Path<String>,
     ApiJson(request): ApiJson<PutFlag>,
@@ -108,14 +119,14 @@ async fn put_flag(
             "value must not be null; DELETE the flag instead".into(),
         ));
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let flag = Flag {
         name,
         value: request.value,
         updated_at: now,
     };
     let (stored, org, actor) = (flag.clone(), caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             super::put_flag(txn, &org, &stored)?;
             audit::record(
@@ -134,18 +145,19 @@ async fn put_flag(
 
 /// Removes a flag.
 #[utoipa::path(delete, path = "/api/v1/flags/{name}", tag = "experiments", params(("name" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_flag(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if !super::remove_flag(txn, &org, &name)? {
-                return Err(ApiError::not_found("flag"));
+                return Err(ExperimentError::FlagNotFound);
             }
             audit::record(
                 txn,
@@ -186,12 +198,6 @@ impl From<Experiment> for ExperimentView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ExperimentList {
-    pub items: Vec<ExperimentView>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateExperiment {
@@ -220,39 +226,39 @@ pub struct PatchExperiment {
 /// Every experiment of the organisation.
 #[utoipa::path(get, path = "/api/v1/experiments", tag = "experiments",
     params(("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = ExperimentList)))]
+    responses((status = 200, body = Page<ExperimentView>)))]
 async fn list_experiments(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
-) -> Result<Json<ExperimentList>, ApiError> {
+) -> Result<Json<Page<ExperimentView>>, ApiError> {
     // The cursor is the last key listed: any string is a position in key order.
     let (org, after, limit) = (caller.org_id, page.cursor.clone(), page.limit);
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| super::experiments_page_of(txn, &org, after.as_deref(), limit + 1))
         .await
         .map_err(ApiError::from)?;
-    let (found, next_cursor) = page.split(found, |experiment| experiment.key.clone());
-    Ok(Json(ExperimentList {
-        items: found.into_iter().map(ExperimentView::from).collect(),
-        next_cursor,
-    }))
+    let view = |experiment: &Experiment| ExperimentView::from(experiment.clone());
+    Ok(Json(page.answer(
+        found,
+        |experiment| experiment.key.clone(),
+        view,
+    )))
 }
 
 /// Creates an experiment.
 #[utoipa::path(post, path = "/api/v1/experiments", tag = "experiments", request_body = CreateExperiment,
-    responses((status = 201, body = ExperimentView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
+    responses((status = 201, body = ExperimentView), problems::Invalid,
         (status = 409, description = "experiment_exists", body = Problem, content_type = "application/problem+json")))]
 async fn create_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     ApiJson(request): ApiJson<CreateExperiment>,
 ) -> Result<(StatusCode, Json<ExperimentView>), ApiError> {
     validate_key("experiment key", &request.key).map_err(invalid)?;
     validate_variants(&request.variants).map_err(invalid)?;
-    let now = auth.clock().now();
+    let now = clock.now();
     let experiment = Experiment {
         key: request.key,
         variants: request.variants,
@@ -262,13 +268,10 @@ async fn create_experiment(
         archived: false,
     };
     let (stored, org, actor) = (experiment.clone(), caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if super::get_experiment(txn, &org, &stored.key)?.is_some() {
-                return Err(ApiError::new(
-                    ErrorCode::ExperimentExists,
-                    format!("experiment {:?} exists", stored.key),
-                ));
+                return Err(ExperimentError::ExperimentExists(stored.key.clone()));
             }
             super::put_experiment(txn, &org, &stored)?;
             audit::record(
@@ -288,15 +291,14 @@ async fn create_experiment(
 
 /// One experiment.
 #[utoipa::path(get, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
-    responses((status = 200, body = ExperimentView), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ExperimentView), problems::NotFound))]
 async fn get_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(key): Path<String>,
 ) -> Result<Json<ExperimentView>, ApiError> {
     let org = caller.org_id;
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| super::get_experiment(txn, &org, &key))
         .await
         .map_err(ApiError::from)?;
@@ -309,9 +311,10 @@ async fn get_experiment(
 /// out of `ab-config`, its results kept).
 #[utoipa::path(patch, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
     request_body = PatchExperiment,
-    responses((status = 200, body = ExperimentView), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ExperimentView), problems::NotFound))]
 async fn patch_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(key): Path<String>,
     ApiJson(request): ApiJson<PatchExperiment>,
@@ -319,13 +322,12 @@ async fn patch_experiment(
     if let Some(variants) = &request.variants {
         validate_variants(variants).map_err(invalid)?;
     }
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    let updated = auth
-        .store()
+    let updated = store
         .write(move |txn| {
             let mut experiment = super::get_experiment(txn, &org, &key)?
-                .ok_or_else(|| ApiError::not_found("experiment"))?;
+                .ok_or(ExperimentError::ExperimentNotFound)?;
             if let Some(variants) = request.variants.clone() {
                 experiment.variants = variants;
             }
@@ -338,9 +340,7 @@ async fn patch_experiment(
                 experiment.active = active;
             }
             if experiment.archived && experiment.active {
-                return Err(invalid(
-                    "an archived experiment cannot be active; unarchive it first".into(),
-                ));
+                return Err(ExperimentError::ArchivedAndActive);
             }
             experiment.updated_at = now;
             super::put_experiment(txn, &org, &experiment)?;
@@ -353,7 +353,7 @@ async fn patch_experiment(
                 json!({"active": experiment.active, "archived": experiment.archived}),
                 now,
             )?;
-            Ok::<_, ApiError>(experiment)
+            Ok::<_, ExperimentError>(experiment)
         })
         .await?;
     Ok(Json(updated.into()))
@@ -361,18 +361,19 @@ async fn patch_experiment(
 
 /// Deletes an experiment and its counts.
 #[utoipa::path(delete, path = "/api/v1/experiments/{key}", tag = "experiments", params(("key" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 204), problems::NotFound))]
 async fn delete_experiment(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Admin(caller): Admin,
     Path(key): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let now = auth.clock().now();
+    let now = clock.now();
     let (org, actor) = (caller.org_id.clone(), caller.actor());
-    auth.store()
+    store
         .write(move |txn| {
             if !super::remove_experiment(txn, &org, &key)? {
-                return Err(ApiError::not_found("experiment"));
+                return Err(ExperimentError::ExperimentNotFound);
             }
             audit::record(
                 txn,
@@ -405,16 +406,15 @@ pub struct ExperimentResults {
 
 /// Unique visitors per variant and UTC day.
 #[utoipa::path(get, path = "/api/v1/experiments/{key}/results", tag = "experiments", params(("key" = String, Path)),
-    responses((status = 200, body = ExperimentResults), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = ExperimentResults), problems::NotFound))]
 async fn experiment_results(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(key): Path<String>,
 ) -> Result<Json<ExperimentResults>, ApiError> {
     let org = caller.org_id;
     let lookup = key.clone();
-    let found = auth
-        .store()
+    let found = store
         .read(move |txn| {
             if super::get_experiment(txn, &org, &lookup)?.is_none() {
                 return Ok::<_, StoreError>(None);

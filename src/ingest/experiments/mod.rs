@@ -26,6 +26,22 @@ const EXPERIMENTS: RecordTable<Experiment> = RecordTable::new(tables::EXPERIMENT
 const EXPOSURE_VISITORS: IndexTable = IndexTable::new(tables::EXPOSURE_VISITORS);
 const EXPOSURE_COUNTS: RecordTable<ExposureCount> = RecordTable::new(tables::EXPOSURE_COUNTS);
 
+/// What a change of flags and experiments can meet inside its write transaction; the API
+/// maps each to its answer (`api.rs`).
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no such flag")]
+    FlagNotFound,
+    #[error("no such experiment")]
+    ExperimentNotFound,
+    #[error("experiment {0:?} exists")]
+    ExperimentExists(String),
+    #[error("an archived experiment cannot be active; unarchive it first")]
+    ArchivedAndActive,
+}
+
 /// The document of `GET /ingest/ab-config`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AbConfig {

@@ -17,7 +17,7 @@ use super::Ingest;
 use crate::auth::{Auth, Viewer};
 use crate::config::AllowedOrigins;
 use crate::http::ApiError;
-use crate::http::error::Problem;
+use crate::http::problems;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -62,8 +62,7 @@ pub struct IngestSettingsView {
 
 /// How to send data to this server's ingest (never the keys themselves).
 #[utoipa::path(get, path = "/api/v1/ingest-settings", tag = "ingest",
-    responses((status = 200, body = IngestSettingsView),
-        (status = 401, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = IngestSettingsView), problems::Unauthenticated))]
 async fn ingest_settings(
     State(ingest): State<Ingest>,
     State(auth): State<Auth>,

@@ -17,16 +17,17 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::reads::{for_each_span, read};
+use super::api_reads::{for_each_span, read};
 use super::session_spans::root_of;
 use super::spans::{Span, hex_id};
 use super::traces::nearest_rank;
-use crate::auth::{Auth, Viewer};
-use crate::clock::Timestamp;
+use crate::auth::Viewer;
+use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
+use crate::store::Store;
 
 /// Most buckets in one series; a finer `interval` is widened to fit.
 pub const MAX_POINTS: i64 = 500;
@@ -173,12 +174,6 @@ pub fn summarise_trace(spans: &[Span]) -> Option<TraceSummary> {
     })
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TraceList {
-    pub items: Vec<TraceSummary>,
-    pub next_cursor: Option<String>,
-}
-
 /// The span filters both endpoints share: a span is wanted when it has the service,
 /// environment and name asked for (each when given).
 #[derive(Clone)]
@@ -214,16 +209,16 @@ impl SpanFilter {
         ("from" = Option<String>, Query, description = "spans starting at or after; default 24 h before `to`"),
         ("to" = Option<String>, Query, description = "spans starting before; default now"),
         ("interval" = Option<i64>, Query, description = "bucket width in seconds; widened to at most 500 buckets")),
-    responses((status = 200, body = SpanSeries),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = SpanSeries), problems::Invalid))]
 pub(super) async fn span_series(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
+    State(clock): State<Clock>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
 ) -> Result<Json<SpanSeries>, ApiError> {
     let names = ["service", "environment", "name", "from", "to", "interval"];
     let filters = filters(query.as_deref(), &names)?;
-    let to = time_filter(&filters, "to")?.unwrap_or_else(|| auth.clock().now());
+    let to = time_filter(&filters, "to")?.unwrap_or_else(|| clock.now());
     let from = time_filter(&filters, "from")?
         .unwrap_or_else(|| Timestamp(to.unix_millis() - DEFAULT_WINDOW.as_millis() as i64));
     if from >= to {
@@ -239,7 +234,7 @@ pub(super) async fn span_series(
     let interval = bucket_seconds(from, to, asked);
     let (org, wanted) = (caller.org_id, SpanFilter::read(&filters));
     let width = interval * 1000;
-    let buckets = read(&auth, move |txn| {
+    let buckets = read(&store, move |txn| {
         let mut buckets: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
         for_each_span(txn, &org, |span| {
             if span.start_time >= from && span.start_time < to && wanted.wants(&span) {
@@ -275,14 +270,13 @@ fn parse_cursor(cursor: &str) -> Result<(i64, String), ()> {
         ("to" = Option<String>, Query, description = "traces starting before"),
         ("min_duration_ms" = Option<f64>, Query),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = TraceList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<TraceSummary>), problems::Invalid))]
 pub(super) async fn list_traces(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<TraceList>, ApiError> {
+) -> Result<Json<Page<TraceSummary>>, ApiError> {
     let names = [
         "service",
         "environment",
@@ -313,7 +307,7 @@ pub(super) async fn list_traces(
             && summary.duration_ms >= min_duration
             && before.as_ref().is_none_or(|b| summary.position() < *b)
     };
-    let newest = read(&auth, move |txn| {
+    let newest = read(&store, move |txn| {
         let mut newest: BinaryHeap<TraceSummary> = BinaryHeap::new();
         let (mut trace, mut matched): (Vec<Span>, bool) = (Vec::new(), false);
         let mut finish = |trace: &mut Vec<Span>, matched: bool| {
@@ -339,7 +333,7 @@ pub(super) async fn list_traces(
     })
     .await?;
     let (items, next_cursor) = page.split(newest, |s| format!("{}.{}", s.started_ms, s.trace_id));
-    Ok(Json(TraceList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 #[cfg(test)]

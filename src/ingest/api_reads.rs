@@ -1,7 +1,7 @@
 //! Read APIs over ingested data (viewer and above): `/api/v1/sessions` and
 //! `/api/v1/sessions/{id}` (with its errors, read through `errors`, and traces),
 //! `/api/v1/traces/{trace_id}` and `/api/v1/spans` (duration percentiles per span name); the
-//! series and trace list are in `trace_reads.rs`.
+//! series and trace list are in `api_trace_reads.rs`.
 //!
 //! Invariants: a caller sees only its own organisation's data; lists follow the CONTRACT list
 //! convention with cursors that are positions in an index, so pages never overlap; every scan
@@ -17,23 +17,22 @@ use redb::ReadTransaction;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::api_trace_reads::SpanFilter;
 use super::session_spans::traces_of_session;
 use super::sessions::{SESSION_STARTS, WEB_SESSIONS, WebSession, session_key};
 use super::spans::{SPANS, Span, hex_id};
-use super::trace_reads::SpanFilter;
-use super::traces::{build_tree, percentiles};
+use super::traces::{SpanStats, build_tree, percentiles};
 use super::views::*;
 use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Viewer};
-use crate::clock::Timestamp;
-use crate::errors::search::Search;
+use crate::clock::{Clock, Timestamp};
 use crate::http::ApiError;
-use crate::http::error::Problem;
-use crate::http::page::PageRequest;
+use crate::http::page::{Page, PageRequest};
+use crate::http::problems;
 use crate::http::query::{filters, parameter_error as parameter, time_filter};
 use crate::store::codec::decode;
 use crate::store::tables::time_key;
-use crate::store::{Scan, StoreError, tables};
+use crate::store::{Scan, Store, StoreError, WalkBounds, tables, walk_backwards};
 
 /// Most index rows one page of a filtered list reads before it answers with what it found.
 const MAX_SCANNED: usize = 20_000;
@@ -46,22 +45,24 @@ pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Auth: FromRef<S>,
-    Search: FromRef<S>,
+    Store: FromRef<S>,
+    Clock: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_sessions))
         .routes(routes!(get_session))
         .routes(routes!(get_trace))
         .routes(routes!(span_stats))
-        .routes(routes!(super::trace_reads::span_series))
-        .routes(routes!(super::trace_reads::list_traces))
+        .routes(routes!(super::api_trace_reads::span_series))
+        .routes(routes!(super::api_trace_reads::list_traces))
 }
 
+/// Runs `work` in one read transaction on a blocking thread.
 pub(super) async fn read<T: Send + 'static>(
-    auth: &Auth,
-    work: impl FnOnce(&ReadTransaction) -> Result<T, ApiError> + Send + 'static,
+    store: &Store,
+    work: impl FnOnce(&ReadTransaction) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    auth.store().read(work).await
+    Ok(store.read(work).await?)
 }
 
 /// Browser sessions, latest start first; filters `service`, `environment`, `from`, `to`.
@@ -70,14 +71,13 @@ pub(super) async fn read<T: Send + 'static>(
         ("from" = Option<String>, Query, description = "started at or after (RFC 3339 or epoch ms)"),
         ("to" = Option<String>, Query, description = "started before"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = SessionList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<SessionView>), problems::Invalid))]
 async fn list_sessions(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     page: PageRequest,
     RawQuery(query): RawQuery,
-) -> Result<Json<SessionList>, ApiError> {
+) -> Result<Json<Page<SessionView>>, ApiError> {
     let filters = filters(query.as_deref(), &["service", "environment", "from", "to"])?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let (service, environment) = (
@@ -99,7 +99,7 @@ async fn list_sessions(
         end = end.min(position);
     }
     let limit = page.limit;
-    let (sessions, last_key) = read(&auth, move |txn| {
+    let (sessions, last_key) = read(&store, move |txn| {
         let wanted = |session: &WebSession| {
             service
                 .as_ref()
@@ -108,12 +108,12 @@ async fn list_sessions(
                     .as_ref()
                     .is_none_or(|e| session.environment.as_ref() == Some(e))
         };
-        Ok(sessions_backwards(txn, &org, &start, &end, limit, wanted)?)
+        sessions_backwards(txn, &org, &start, &end, limit, wanted)
     })
     .await?;
     let next_cursor = last_key.and_then(|key| key.strip_prefix(&prefix).map(str::to_string));
     let items = sessions.into_iter().map(SessionView::from).collect();
-    Ok(Json(SessionList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Sessions of the start index `[start, end)`, latest first, that `wanted` keeps: at most
@@ -127,40 +127,43 @@ fn sessions_backwards(
     limit: usize,
     wanted: impl Fn(&WebSession) -> bool,
 ) -> Result<(Vec<WebSession>, Option<String>), StoreError> {
-    let table = txn.open_table(SESSION_STARTS.definition())?;
-    let range = table.range::<&str>((Bound::Included(start), Bound::Excluded(end)))?;
-    let (mut found, mut last, mut scanned) = (Vec::new(), None, 0);
-    for entry in range.rev() {
-        if found.len() >= limit || scanned >= MAX_SCANNED {
-            return Ok((found, last));
-        }
-        let (key, _) = entry?;
-        let key = key.value().to_string();
-        scanned += 1;
-        let id = key.rsplit('/').next().unwrap_or("");
-        if let Some(session) = WEB_SESSIONS.get(txn, &session_key(org, id))?
-            && wanted(&session)
-        {
-            found.push(session);
-        }
-        last = Some(key);
-    }
-    Ok((found, None))
+    let mut found = Vec::new();
+    let bounds = WalkBounds {
+        kept: limit,
+        rows: MAX_SCANNED,
+    };
+    let ended = walk_backwards(
+        txn,
+        SESSION_STARTS.definition(),
+        (start, end),
+        bounds,
+        |key, _| {
+            let id = key.rsplit('/').next().unwrap_or("");
+            let kept = match WEB_SESSIONS.get(txn, &session_key(org, id))? {
+                Some(session) if wanted(&session) => {
+                    found.push(session);
+                    true
+                }
+                _ => false,
+            };
+            Ok::<_, StoreError>(kept)
+        },
+    )?;
+    Ok((found, ended.last_key))
 }
 
 /// One browser session by the client's id, with the errors that named it and the traces of
 /// the spans sent with it (newest first, at most 200).
 #[utoipa::path(get, path = "/api/v1/sessions/{id}", tag = "ingest",
     params(("id" = String, Path, description = "the client's session id")),
-    responses((status = 200, body = SessionDetail),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = SessionDetail), problems::NotFound))]
 async fn get_session(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<SessionDetail>, ApiError> {
     let org = caller.org_id;
-    let found = read(&auth, move |txn| {
+    let found = read(&store, move |txn| {
         if id.contains('/') {
             return Ok(None);
         }
@@ -180,16 +183,15 @@ async fn get_session(
 /// A trace as a tree of spans.
 #[utoipa::path(get, path = "/api/v1/traces/{trace_id}", tag = "ingest",
     params(("trace_id" = String, Path, description = "32 hex digits")),
-    responses((status = 200, body = TraceView),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = TraceView), problems::NotFound))]
 async fn get_trace(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     Path(trace_id): Path<String>,
 ) -> Result<Json<TraceView>, ApiError> {
     let trace_id = hex_id("trace_id", &trace_id, 32).map_err(parameter)?;
     let (org, id) = (caller.org_id, trace_id.clone());
-    let spans = read(&auth, move |txn| {
+    let spans = read(&store, move |txn| {
         let prefix = format!("{}/{id}/", org.as_str());
         let scan = Scan {
             prefix: &prefix,
@@ -220,19 +222,18 @@ async fn get_trace(
         ("from" = Option<String>, Query, description = "spans starting at or after"),
         ("to" = Option<String>, Query, description = "spans starting before"),
         ("limit" = Option<usize>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, body = SpanStatsList),
-        (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, body = Page<SpanStats>), problems::Invalid))]
 async fn span_stats(
-    State(auth): State<Auth>,
+    State(store): State<Store>,
     Viewer(caller): Viewer,
     RawQuery(query): RawQuery,
-) -> Result<Json<SpanStatsList>, ApiError> {
+) -> Result<Json<Page<SpanStats>>, ApiError> {
     let names = ["service", "environment", "name", "from", "to"];
     let filters = filters(query.as_deref(), &names)?;
     let (from, to) = (time_filter(&filters, "from")?, time_filter(&filters, "to")?);
     let wanted_span = SpanFilter::read(&filters);
     let org = caller.org_id;
-    let durations = read(&auth, move |txn| {
+    let durations = read(&store, move |txn| {
         let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for_each_span(txn, &org, |span| {
             let wanted = wanted_span.wants(&span)
@@ -251,7 +252,7 @@ async fn span_stats(
     // Names come in order from the map, so the page is a position in name order.
     let page = PageRequest::from_query(query.as_deref())?;
     let (items, next_cursor) = page.of_sorted(percentiles(durations), |stats| stats.name.clone());
-    Ok(Json(SpanStatsList { items, next_cursor }))
+    Ok(Json(Page::new(items, next_cursor)))
 }
 
 /// Every span of `org`, decoded one at a time (nothing but the durations is kept).

@@ -29,8 +29,8 @@ use crate::accounts::model::OrgId;
 use crate::auth::{Auth, Member};
 use crate::clock::Timestamp;
 use crate::errors::{SourceMap, SourceMapId};
-use crate::http::error::Problem;
 use crate::http::extract::read_body;
+use crate::http::problems;
 use crate::http::{ApiError, ErrorCode};
 
 /// Longest `file` (a URL or path).
@@ -57,12 +57,8 @@ pub struct SourceMapUpload {
 #[utoipa::path(post, path = "/ingest/sourcemaps", tag = "ingest",
     description = "`multipart/form-data` (fields `release`, `file`, `sourcemap`) or JSON. Authorised by an ingest key or a member's API key as `Authorization: Bearer`.",
     request_body(content = SourceMapUpload, content_type = "application/json"),
-    responses((status = 201, body = SourceMapCreated),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 201, body = SourceMapCreated), problems::Invalid, problems::Unauthenticated,
+        problems::Forbidden, problems::TooLarge, problems::UnsupportedMediaType))]
 pub async fn post_sourcemap(
     State(ingest): State<Ingest>,
     State(auth): State<Auth>,
@@ -110,7 +106,7 @@ async fn uploader_org(ingest: &Ingest, auth: &Auth, parts: &mut Parts) -> Result
         return Ok(caller.org_id);
     }
     gate::require_key(ingest, parts)?;
-    ingest.org().await
+    Ok(ingest.org().await?)
 }
 
 async fn blocking<T: Send + 'static>(
