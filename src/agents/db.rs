@@ -132,10 +132,8 @@ pub fn put_shell_session(txn: &WriteTransaction, session: &ShellSession) -> Resu
     SESSIONS.insert(txn, &key, session)
 }
 
-/// One page of an agent's shell sessions, newest first, older than `before` when given.
-///
-/// `Scan` walks forward only, so this reads the range backwards itself; session ids are ULIDs,
-/// so key order under one agent is start order.
+/// One page of an agent's shell sessions, newest first, older than `before` when given;
+/// session ids are ULIDs, so key order under one agent is start order.
 pub fn shell_sessions_newest_first(
     txn: &redb::ReadTransaction,
     org: &OrgId,
@@ -143,8 +141,6 @@ pub fn shell_sessions_newest_first(
     before: Option<&ShellSessionId>,
     limit: usize,
 ) -> Result<Vec<ShellSession>, StoreError> {
-    use std::ops::Bound;
-
     let owner = composite_key(org.as_str(), agent.as_str());
     let start = owner_prefix(&owner);
     // Keys of this agent are `{org}/{agent}/…`; `0` is the character right after `/`, so
@@ -153,16 +149,17 @@ pub fn shell_sessions_newest_first(
         Some(id) => shell_session_key(org, agent, id),
         None => format!("{owner}0"),
     };
-    let table = txn.open_table(SESSIONS.definition())?;
-    let range = table.range::<&str>((
-        Bound::Included(start.as_str()),
-        Bound::Excluded(end.as_str()),
-    ))?;
     let mut sessions = Vec::new();
-    for entry in range.rev().take(limit) {
-        let (_, value) = entry?;
-        sessions.push(crate::store::codec::decode::<ShellSession>(value.value())?);
-    }
+    crate::store::walk_backwards(
+        txn,
+        SESSIONS.definition(),
+        (&start, &end),
+        crate::store::WalkBounds::rows(limit),
+        |_, value| {
+            sessions.push(crate::store::codec::decode::<ShellSession>(value)?);
+            Ok::<_, StoreError>(true)
+        },
+    )?;
     Ok(sessions)
 }
 

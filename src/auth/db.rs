@@ -9,7 +9,9 @@ use super::model::{
 use crate::accounts::model::{OrgId, UserId};
 use crate::clock::Timestamp;
 use crate::store::codec::Record;
-use crate::store::{ReadTxn, RecordTable, Scan, SecretTable, StoreError, tables};
+use crate::store::{
+    ReadTxn, RecordTable, Scan, SecretTable, StoreError, WalkBounds, tables, walk_backwards,
+};
 
 /// API keys under their id, `digest -> id`, and `{org}/{id} -> id` (created, listed and revoked
 /// by `token_flow`).
@@ -279,7 +281,7 @@ pub struct AuditFilter<'a> {
 /// An organisation's events, newest first, older than the event `filter.before` when given,
 /// that pass the filter.
 ///
-/// `Scan` walks forward only, so this reads the table's range backwards itself; audit ids are
+/// Read with the store's one backward walk (`store::walk_backwards`); audit ids are
 /// ULIDs minted when the event is recorded, so key order within an organisation is time order
 /// and the scan ends at the first event older than `from`.
 pub fn audit_events_of_org_newest_first(
@@ -288,8 +290,6 @@ pub fn audit_events_of_org_newest_first(
     filter: &AuditFilter<'_>,
     limit: usize,
 ) -> Result<AuditPage, StoreError> {
-    use std::ops::Bound;
-
     let start = tables::owner_prefix(org.as_str());
     // Keys of this org are `{org}/…`; `0` is the character right after `/`, so `{org}0` is
     // the first key past them.
@@ -297,43 +297,62 @@ pub fn audit_events_of_org_newest_first(
         Some(id) => tables::composite_key(org.as_str(), id.as_str()),
         None => format!("{}0", org.as_str()),
     };
-    let table = txn.open_table(AUDIT_EVENTS.definition())?;
-    let range = table.range::<&str>((
-        Bound::Included(start.as_str()),
-        Bound::Excluded(end.as_str()),
-    ))?;
     let mut events: Vec<AuditEvent> = Vec::new();
-    for (examined, entry) in range.rev().enumerate() {
-        let (_, value) = entry?;
-        let event = crate::store::codec::decode::<AuditEvent>(value.value())?;
-        if filter.from.is_some_and(|from| event.at < from) {
-            break;
-        }
-        let id = event.id.clone();
-        let matches = filter.to.is_none_or(|to| event.at < to) && (filter.wanted)(&event);
-        if matches && events.len() == limit {
-            // A further match exists: the next page starts before the last one kept.
-            let resume_before = events.last().map(|kept| kept.id.clone());
-            return Ok(AuditPage {
-                events,
-                resume_before,
-            });
-        }
-        if matches {
-            events.push(event);
-        }
-        if examined + 1 == AUDIT_MAX_EXAMINED {
-            // The budget ran out: the next page goes on before the last event examined.
-            return Ok(AuditPage {
-                events,
-                resume_before: Some(id),
-            });
-        }
+    let (mut examined, mut last_examined) = (0usize, None);
+    // One match more than the page tells whether a further one exists.
+    let bounds = WalkBounds {
+        kept: limit + 1,
+        rows: AUDIT_MAX_EXAMINED,
+    };
+    let walked = walk_backwards(
+        txn,
+        AUDIT_EVENTS.definition(),
+        (&start, &end),
+        bounds,
+        |_, value| {
+            let event = crate::store::codec::decode::<AuditEvent>(value)?;
+            if filter.from.is_some_and(|from| event.at < from) {
+                return Err(AuditWalk::ReachedFrom);
+            }
+            examined += 1;
+            last_examined = Some(event.id.clone());
+            let matches = filter.to.is_none_or(|to| event.at < to) && (filter.wanted)(&event);
+            if matches {
+                events.push(event);
+            }
+            Ok(matches)
+        },
+    );
+    match walked {
+        Ok(_) | Err(AuditWalk::ReachedFrom) => {}
+        Err(AuditWalk::Store(error)) => return Err(error),
     }
+    let resume_before = if events.len() > limit {
+        // A further match exists: the next page starts before the last one kept.
+        events.truncate(limit);
+        events.last().map(|kept| kept.id.clone())
+    } else if examined == AUDIT_MAX_EXAMINED {
+        // The budget ran out: the next page goes on before the last event examined.
+        last_examined
+    } else {
+        None
+    };
     Ok(AuditPage {
         events,
-        resume_before: None,
+        resume_before,
     })
+}
+
+/// How an audit walk stopped early: at the first event older than `from`, or on a store error.
+enum AuditWalk {
+    ReachedFrom,
+    Store(StoreError),
+}
+
+impl From<StoreError> for AuditWalk {
+    fn from(error: StoreError) -> AuditWalk {
+        AuditWalk::Store(error)
+    }
 }
 
 #[cfg(test)]
