@@ -86,7 +86,7 @@ fn main() {
     let stored = started.elapsed();
     let (cpu_before, wall) = (cpu_seconds(), Instant::now());
     let index_dir = dir.path().join("search");
-    let indexed = lookout::errors::search::rebuild(&index_dir, &store, |_| {}).expect("rebuild");
+    let indexed = lookout::errors::rebuild_index(&index_dir, &store, |_| {}).expect("rebuild");
     let (cpu, wall) = (cpu_seconds() - cpu_before, wall.elapsed());
     assert_eq!(indexed as usize, count);
     println!("stored {count} events (100 per transaction, grouped) in {stored:?}");

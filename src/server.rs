@@ -55,7 +55,7 @@ pub struct AppState {
     pub ingest: Ingest,
     pub notify: Notify,
     pub agents: Agents,
-    pub search: crate::errors::search::Search,
+    pub search: crate::errors::Search,
     pub alerting: Alerting,
     pub spikes: crate::alerting::SpikeWake,
     pub metrics: PrometheusHandle,
@@ -79,8 +79,8 @@ impl FromRef<AppState> for crate::alerting::rules::readings::RuleReadings {
     }
 }
 
-impl FromRef<AppState> for crate::errors::search::Search {
-    fn from_ref(state: &AppState) -> crate::errors::search::Search {
+impl FromRef<AppState> for crate::errors::Search {
+    fn from_ref(state: &AppState) -> crate::errors::Search {
         state.search.clone()
     }
 }
@@ -232,7 +232,7 @@ struct HealthBody {
 
 async fn healthz(
     State(store): State<Store>,
-    State(search): State<crate::errors::search::Search>,
+    State(search): State<crate::errors::Search>,
 ) -> Json<HealthBody> {
     let status = match store.health() {
         Health::Ok => "ok",
@@ -300,11 +300,8 @@ pub async fn run(
     let ingest = Ingest::new(&config, store.clone(), clock.clone());
     // The index catches up with events it missed (a crash, a restore) while the server serves.
     let search = {
-        let (dir, store) = (
-            crate::errors::search::index_dir(data_dir.path()),
-            store.clone(),
-        );
-        tokio::task::spawn_blocking(move || crate::errors::search::Search::start(&dir, &store))
+        let (dir, store) = (crate::errors::index_dir(data_dir.path()), store.clone());
+        tokio::task::spawn_blocking(move || crate::errors::Search::start(&dir, &store))
             .await
             .context("search start-up task failed")?
             .context("cannot open the search index")?

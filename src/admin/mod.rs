@@ -112,7 +112,7 @@ pub struct AdminContext {
     pub store: Store,
     pub clock: Clock,
     /// The running server's search index; `None` when the CLI opened the data dir itself.
-    pub search: Option<crate::errors::search::Search>,
+    pub search: Option<crate::errors::Search>,
     /// The running server's authentication, whose in-memory revocations must learn of a
     /// RegisterUserLogout at once; `None` offline (a server loads them when it starts).
     pub auth: Option<crate::auth::Auth>,

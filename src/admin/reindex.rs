@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::backup::send_line;
 use super::{AdminContext, AdminFailure, AdminResponse};
-use crate::errors::search::RebuildReport;
+use crate::errors::RebuildReport;
 
 /// One progress line of an online reindex.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]

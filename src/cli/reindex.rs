@@ -49,8 +49,8 @@ fn offline(dir: DataDir) -> anyhow::Result<u64> {
         .read_blocking(crate::errors::event_count)
         .context("cannot count the stored events")?;
     let mut progress = ProgressLine::for_stderr();
-    let index_dir = crate::errors::search::index_dir(dir.path());
-    let indexed = crate::errors::search::rebuild(&index_dir, &store, |done| {
+    let index_dir = crate::errors::index_dir(dir.path());
+    let indexed = crate::errors::rebuild_index(&index_dir, &store, |done| {
         progress.update("indexing", done, total, Unit::Rows);
     })
     .context("cannot rebuild the search index")?;

@@ -31,9 +31,9 @@ mod failure;
 mod fingerprint;
 mod model;
 mod resolve;
-// The index is errors' own room, public because the server starts it and the admin socket
-// and the CLI rebuild it through its own face (`search::Search`, `search::rebuild`).
-pub mod search;
+// The index is errors' own room; the server starts it and the admin socket and the CLI
+// rebuild it through the re-exports below.
+mod search;
 mod sourcemaps;
 mod stack;
 mod views;
@@ -47,12 +47,14 @@ pub use event_db::{
     remove_event,
 };
 pub use failure::ErrorsError;
+/// The search index's face: the handle, its start and rebuild (`lookout reindex`), and the
+/// ticket a request takes before writing events.
+pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};
 pub use sourcemaps::{SourceMap, SourceMapId};
 pub use views::ErrorEventView;
 
 use crate::accounts::model::OrgId;
 use crate::store::{ReadTxn, Store, StoreError};
-use search::IndexTicket;
 
 /// Resolves the frames of a batch through the source maps of its releases (one read
 /// transaction on a blocking thread), before the batch is written.

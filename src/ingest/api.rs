@@ -50,7 +50,7 @@ where
     S: Clone + Send + Sync + 'static,
     Ingest: FromRef<S>,
     Auth: FromRef<S>,
-    crate::errors::search::Search: FromRef<S>,
+    crate::errors::Search: FromRef<S>,
     SpikeWake: FromRef<S>,
 {
     let mut router = OpenApiRouter::new()
@@ -223,7 +223,7 @@ fn accepted(accepted: usize, rejected: Vec<Rejected>) -> (StatusCode, Json<Inges
         problems::RateLimited, problems::Unavailable))]
 async fn post_web_errors(
     State(ingest): State<Ingest>,
-    State(search): State<crate::errors::search::Search>,
+    State(search): State<crate::errors::Search>,
     State(spikes): State<SpikeWake>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
