@@ -1,4 +1,4 @@
-//! Fuzz target for `lookout::errors::stack::parse`: any text, as a browser could send in an
+//! Fuzz target for `lookout::errors::parse_stack`: any text, as a browser could send in an
 //! error's `stack` field.
 //!
 //! Properties, beyond "never panics": at most `MAX_FRAMES` frames and no more than the text has
@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lookout::errors::stack::{Frame, MAX_FRAMES, parse};
+use lookout::errors::{Frame, MAX_FRAMES, parse_stack as parse};
 
 fuzz_target!(|data: &[u8]| {
     // The stack arrives inside a JSON string, so it is always UTF-8.

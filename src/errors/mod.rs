@@ -51,6 +51,8 @@ pub use failure::ErrorsError;
 /// ticket a request takes before writing events.
 pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};
 pub use sourcemaps::{SourceMap, SourceMapId};
+/// The stack parser, for its fuzz target (`fuzz/fuzz_targets/stack_parser.rs`).
+pub use stack::{Frame, MAX_FRAMES, parse as parse_stack};
 pub use views::ErrorEventView;
 
 use crate::accounts::model::OrgId;
