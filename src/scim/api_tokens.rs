@@ -66,6 +66,8 @@ pub struct ScimTokenResponse {
     pub name: String,
     pub created_by: String,
     pub created_at: String,
+    /// When it was revoked; a revoked token is listed, and refused on `/scim/v2`.
+    pub revoked_at: Option<String>,
 }
 
 fn token_view(token: &ScimToken) -> ScimTokenResponse {
@@ -74,6 +76,7 @@ fn token_view(token: &ScimToken) -> ScimTokenResponse {
         name: token.name.clone(),
         created_by: token.created_by.to_string(),
         created_at: token.created_at.to_rfc3339(),
+        revoked_at: token.revoked_at.map(|at| at.to_rfc3339()),
     }
 }
 

@@ -14,6 +14,7 @@ mod errors;
 mod errors_support;
 mod experiments;
 mod harness_checks;
+mod identity;
 mod links;
 mod overview;
 mod page;

@@ -1,0 +1,83 @@
+//! The identity-provider pages in the browser: SCIM provisioning (free plan told what the plan
+//! brings; on the enterprise plan a token made in the UI is shown once, works on `/scim/v2`, and
+//! is refused there once revoked). Every page passes axe and leaves its screenshot.
+
+use std::process::Command;
+
+use crate::errors_support::{count, wait_until};
+use crate::harness::TestServer;
+use crate::page::{Page, Query};
+use crate::support::{owner_page, server_with_owner};
+
+/// `lookout org set-plan default <plan>` through the running server's admin socket.
+pub fn set_plan(server: &TestServer, plan: &str) {
+    let output = server.cli(&["org", "set-plan", "default", plan], "");
+    assert!(
+        output.status.success(),
+        "set-plan: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The HTTP status of `GET /scim/v2/Users` with `token` as a bearer token, as curl reports it.
+fn scim_status(server: &TestServer, token: &str) -> String {
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            &server.url("/scim/v2/Users"),
+        ])
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run curl ({err}): apt-get install curl"));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn token_rows(page: &Page) -> usize {
+    page.eval(
+        "[...document.querySelectorAll('table')].filter((t) => t.caption && t.caption.textContent === 'SCIM tokens')
+           .flatMap((t) => [...t.tBodies[0].rows]).length",
+    )
+    .as_u64()
+    .expect("a count") as usize
+}
+
+#[test]
+fn a_scim_token_made_in_the_ui_is_shown_once_and_works_until_revoked() {
+    let server = server_with_owner();
+    let page = owner_page(&server);
+    page.goto("/settings/scim");
+    page.wait(&Query::heading(1, "SCIM provisioning"));
+    page.wait_text("comes with the Enterprise plan");
+    assert_eq!(count(&page, &Query::label("Token name")), 0);
+    page.check_accessibility();
+
+    set_plan(&server, "enterprise");
+    page.goto("/settings/scim");
+    page.wait_text("No SCIM tokens yet.");
+    page.wait_text(&server.url("/scim/v2"));
+    page.fill_label("Token name", "Okta");
+    page.click_role("button", "Create SCIM token");
+    page.wait_text("This will not be shown again.");
+    let token = page.text_of(&Query::label("SCIM token"));
+    assert!(token.starts_with("lkscim_"), "{token}");
+    page.check_accessibility();
+    page.screenshot("settings-scim");
+    assert_eq!(scim_status(&server, &token), "200");
+
+    page.click_role("button", "Done");
+    wait_until("the new token in the list", || token_rows(&page) == 1);
+    assert_eq!(count(&page, &Query::text(&token)), 0, "shown once");
+    page.click_role("button", "Revoke Okta");
+    page.wait(&Query::heading(2, "Revoke Okta?"));
+    page.click_role("button", "Revoke token");
+    page.wait_text("The SCIM token Okta was revoked.");
+    page.wait_text("Revoked");
+    assert_eq!(token_rows(&page), 1, "a revoked token stays listed");
+    assert_eq!(count(&page, &Query::role("button", "Revoke Okta")), 0);
+    assert_eq!(scim_status(&server, &token), "401");
+}
