@@ -14,6 +14,7 @@ pub mod ages;
 mod backward;
 pub mod codec;
 pub mod data_dir;
+mod forward;
 pub mod ids;
 pub mod migrations;
 pub mod secret_table;
@@ -32,6 +33,7 @@ use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use tokio::sync::oneshot;
 
 pub use backward::{WalkBounds, WalkEnd, walk_backwards};
+pub use forward::keep_forward;
 pub(crate) use secret_table::secret_record;
 pub use secret_table::{SecretRecord, SecretTable};
 pub use table::{

@@ -25,7 +25,7 @@ use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::{self, Event, EventExtra};
-use crate::store::Store;
+use crate::store::{Store, keep_forward};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -242,26 +242,13 @@ async fn list_alerts(
     let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering while scanning keeps `limit` matching alerts on a page; one more
-            // tells whether another page follows.
-            let (mut items, mut after) = (Vec::new(), after);
-            'pages: loop {
-                let batch = db::alerts_of_org(txn, &org, after.as_ref(), 500)?;
-                let Some(last) = batch.last() else {
-                    break;
-                };
-                after = Some(last.id.clone());
-                for alert in batch {
-                    if state.is_some_and(|wanted| wanted != alert.state) {
-                        continue;
-                    }
-                    items.push(alert);
-                    if items.len() > limit {
-                        break 'pages;
-                    }
-                }
-            }
-            Ok::<_, AlertingError>(items)
+            keep_forward(
+                after,
+                limit,
+                |after, n| db::alerts_of_org(txn, &org, after, n),
+                |alert: &Alert| alert.id.clone(),
+                |alert| state.is_none_or(|wanted| wanted == alert.state),
+            )
         })
         .await?;
     Ok(Json(page.answer(

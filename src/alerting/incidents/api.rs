@@ -34,6 +34,7 @@ use crate::http::page::{Page, PageRequest};
 use crate::http::problems;
 use crate::http::{ApiError, ApiJson, ErrorCode};
 use crate::notify::{self, Event, EventExtra};
+use crate::store::keep_forward;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -178,27 +179,13 @@ async fn list_incidents(
     let rows = alerting
         .store()
         .read(move |txn| {
-            // Filtering happens while scanning, so a page holds `limit` matching incidents;
-            // one more tells whether another page follows.
-            let mut items = Vec::new();
-            let mut after = after;
-            'pages: loop {
-                let batch = db::incidents_of_org(txn, &org, after.as_ref(), 500)?;
-                let Some(last) = batch.last() else {
-                    break;
-                };
-                after = Some(last.id.clone());
-                for incident in batch {
-                    if status.is_some_and(|wanted| wanted != incident.status) {
-                        continue;
-                    }
-                    items.push(incident);
-                    if items.len() > limit {
-                        break 'pages;
-                    }
-                }
-            }
-            Ok::<_, AlertingError>(items)
+            keep_forward(
+                after,
+                limit,
+                |after, n| db::incidents_of_org(txn, &org, after, n),
+                |incident: &Incident| incident.id.clone(),
+                |incident| status.is_none_or(|wanted| wanted == incident.status),
+            )
         })
         .await?;
     Ok(Json(page.answer(
