@@ -60,27 +60,40 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        let content_type = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("");
-        if !is_json_media_type(content_type) {
+        if !is_json_media_type(&media_type(request.headers())) {
             return Err(ApiError::new(
                 ErrorCode::UnsupportedMediaType,
                 "send the body as application/json",
             ));
         }
-        let rules = request
-            .extensions()
-            .get::<BodyRules>()
-            .copied()
-            .ok_or_else(|| {
-                ApiError::internal("no body rules for this route: the router is missing its layer")
-            })?;
-        let bytes = read_body(request.into_body(), rules).await?;
+        let bytes = read_routed_body(request).await?;
         parse_json(&bytes).map(ApiJson)
     }
+}
+
+/// The request's media type, lowercase, without parameters (`""` when there is none).
+pub fn media_type(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Reads the body under the size and time limits the route's layer set (`BodyRules`).
+pub async fn read_routed_body(request: Request) -> Result<Bytes, ApiError> {
+    let rules = request
+        .extensions()
+        .get::<BodyRules>()
+        .copied()
+        .ok_or_else(|| {
+            ApiError::internal("no body rules for this route: the router is missing its layer")
+        })?;
+    read_body(request.into_body(), rules).await
 }
 
 /// Parses JSON, reporting where it went wrong in terms a client can act on.
@@ -98,13 +111,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-fn is_json_media_type(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+/// `application/json` or an `application/…+json` type (`essence` as `media_type` gives it).
+fn is_json_media_type(essence: &str) -> bool {
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
@@ -211,17 +219,25 @@ mod tests {
         }
     }
 
+    /// `media_type` of a request whose `Content-Type` is `value`.
+    fn essence_of(value: &str) -> String {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, value.parse().expect("a header value"));
+        media_type(&headers)
+    }
+
     #[test]
     fn json_media_types() {
         for good in [
             "application/json",
             "application/json; charset=utf-8",
             "application/problem+json",
+            "Application/JSON ;charset=utf-8",
         ] {
-            assert!(is_json_media_type(good), "{good}");
+            assert!(is_json_media_type(&essence_of(good)), "{good}");
         }
         for bad in ["", "text/plain", "application/jsonx", "multipart/form-data"] {
-            assert!(!is_json_media_type(bad), "{bad}");
+            assert!(!is_json_media_type(&essence_of(bad)), "{bad}");
         }
     }
 

@@ -6,7 +6,7 @@
 //! failures map to SCIM errors in one exhaustive `match` (`provision_error`).
 
 use axum::extract::{FromRef, FromRequest, Path, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
@@ -20,7 +20,8 @@ use crate::accounts::roles::Refusal;
 use crate::auth::Auth;
 use crate::auth::audit::Actor;
 use crate::auth::members::{Changed, MemberError};
-use crate::http::{ApiError, BodyRules};
+use crate::http::ApiError;
+use crate::http::extract::{media_type, read_routed_body};
 use crate::store::Store;
 
 pub fn routes<S>() -> OpenApiRouter<S>
@@ -46,17 +47,7 @@ impl<S: Send + Sync> FromRequest<S> for ScimJson {
     type Rejection = ScimError;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, ScimError> {
-        let content_type = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("");
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let essence = media_type(request.headers());
         if essence != super::protocol::MEDIA_TYPE && essence != "application/json" {
             return Err(ScimError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -64,14 +55,7 @@ impl<S: Send + Sync> FromRequest<S> for ScimJson {
                 "send the body as application/scim+json",
             ));
         }
-        let rules = request
-            .extensions()
-            .get::<BodyRules>()
-            .copied()
-            .ok_or_else(|| ScimError::internal("no body rules for this route"))?;
-        let bytes = crate::http::extract::read_body(request.into_body(), rules)
-            .await
-            .map_err(from_api_error)?;
+        let bytes = read_routed_body(request).await.map_err(from_api_error)?;
         let value: Value = serde_json::from_slice(&bytes)
             .map_err(|error| ScimError::bad("invalidSyntax", format!("not JSON: {error}")))?;
         if !value.is_object() {
