@@ -87,20 +87,9 @@ pub fn users_of_org(txn: &impl ReadTxn, org: &OrgId) -> Result<Vec<ScimUser>, St
         users.push(shown(&account, &membership, record));
     }
     for record in provisioned.into_values() {
-        let Some(account) = accounts::get_user(txn, &record.user_id)? else {
-            continue;
-        };
-        users.push(ScimUser {
-            user_id: record.user_id,
-            email: account.email,
-            attributes: UserAttributes {
-                active: false,
-                ..record.attributes
-            },
-            role: record.role,
-            created_at: record.created_at,
-            updated_at: record.updated_at,
-        });
+        if let Some(account) = accounts::get_user(txn, &record.user_id)? {
+            users.push(deactivated(account, record));
+        }
     }
     users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
     Ok(users)
@@ -130,15 +119,38 @@ fn shown(account: &User, membership: &Membership, record: Option<ProvisionedUser
     }
 }
 
-/// The user `id` of `org`, if SCIM shows one.
+/// A provisioned user without a membership: shown inactive, as their record was last written.
+fn deactivated(account: User, record: ProvisionedUser) -> ScimUser {
+    ScimUser {
+        user_id: record.user_id,
+        email: account.email,
+        attributes: UserAttributes {
+            active: false,
+            ..record.attributes
+        },
+        role: record.role,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+    }
+}
+
+/// The user `id` of `org`, if SCIM shows one (as `users_of_org` would, from that user's rows).
 pub fn user_of_org(
     txn: &impl ReadTxn,
     org: &OrgId,
     id: &UserId,
 ) -> Result<Option<ScimUser>, StoreError> {
-    Ok(users_of_org(txn, org)?
-        .into_iter()
-        .find(|user| &user.user_id == id))
+    let Some(account) = accounts::get_user(txn, id)? else {
+        return Ok(None);
+    };
+    let record = db::get_user(txn, org, id)?;
+    let membership = accounts::get_membership(txn, org, id)?
+        .filter(|membership| !membership.awaits_existing_account());
+    Ok(match (membership, record) {
+        (Some(membership), record) => Some(shown(&account, &membership, record)),
+        (None, Some(record)) => Some(deactivated(account, record)),
+        (None, None) => None,
+    })
 }
 
 fn email_of(attributes: &UserAttributes) -> Result<String, ProvisionError> {
@@ -225,7 +237,7 @@ pub async fn update(
         return Err(ProvisionError::EmailChange);
     }
     if current.attributes.active && !next.active {
-        return deactivate(store, clock, by, id, Some(next)).await;
+        return deactivate(store, clock, by, id, Afterwards::Keep(next)).await;
     }
     let by = by.clone();
     let now_clock = clock.clone();
@@ -289,35 +301,41 @@ fn member(by: &Provisioner, id: &UserId, change: MemberChange) -> MemberOfOrg {
     }
 }
 
-/// Takes the member out of the organisation and keeps (with `next`, else as it was) or drops
-/// (`None` for a delete) its record.
+/// What becomes of a provisioned user's record when their membership ends.
+#[derive(Clone)]
+enum Afterwards {
+    /// Kept, inactive, with these attributes: a PATCH or PUT `active: false`.
+    Keep(UserAttributes),
+    /// Dropped with the membership: a DELETE.
+    Drop,
+}
+
+/// Takes the member out of the organisation and keeps or drops its record, in one write.
 async fn deactivate(
     store: &Store,
     clock: &Clock,
     by: &Provisioner,
     id: UserId,
-    next: Option<UserAttributes>,
+    afterwards: Afterwards,
 ) -> Result<Changed<ScimUser>, ProvisionError> {
-    let (org, keep) = (by.org.clone(), next.clone());
-    let email = {
-        let lookup = id.clone();
-        store
-            .read(move |txn| accounts::get_user(txn, &lookup))
-            .await?
-    }
-    .map(|account| account.email)
-    .ok_or(ProvisionError::NotFound)?;
+    let org = by.org.clone();
     let changed = change_member(
         store,
         clock,
         member(by, &id, MemberChange::Remove),
         move |txn, membership, now| {
+            let email = accounts::get_user(txn, &membership.user_id)?
+                .map(|account| account.email)
+                .unwrap_or_default();
             let change = remove_from_org(txn, &membership, now)?;
             let previous = db::get_user(txn, &org, &membership.user_id)?;
-            let attributes = keep
-                .clone()
-                .or_else(|| previous.as_ref().map(|record| record.attributes.clone()))
-                .unwrap_or_default();
+            let attributes = match &afterwards {
+                Afterwards::Keep(next) => next.clone(),
+                Afterwards::Drop => previous
+                    .as_ref()
+                    .map(|record| record.attributes.clone())
+                    .unwrap_or_default(),
+            };
             let record = ProvisionedUser {
                 org_id: org.clone(),
                 user_id: membership.user_id.clone(),
@@ -331,7 +349,10 @@ async fn deactivate(
                     .map_or(membership.created_at, |record| record.created_at),
                 updated_at: now,
             };
-            db::put_user(txn, &record)?;
+            match afterwards {
+                Afterwards::Keep(_) => db::put_user(txn, &record)?,
+                Afterwards::Drop => db::remove_user(txn, &org, &membership.user_id)?,
+            }
             change.try_map(|()| {
                 Ok::<_, MemberError>(ScimUser {
                     user_id: record.user_id.clone(),
@@ -348,7 +369,7 @@ async fn deactivate(
     Ok(changed)
 }
 
-/// DELETE /Users/{id}: the membership (if any) and the record go.
+/// DELETE /Users/{id}: the membership (if any) and the record go, in one write.
 pub async fn delete(
     store: &Store,
     clock: &Clock,
@@ -361,11 +382,7 @@ pub async fn delete(
         .await?
         .is_some_and(|membership| !membership.awaits_existing_account());
     if member_now {
-        let changed = deactivate(store, clock, by, id.clone(), None).await?;
-        let org = by.org.clone();
-        store
-            .write(move |txn| db::remove_user(txn, &org, &id))
-            .await?;
+        let changed = deactivate(store, clock, by, id, Afterwards::Drop).await?;
         return Ok(Changed {
             answer: (),
             sessions_ended_at: changed.sessions_ended_at,
