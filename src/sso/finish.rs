@@ -218,6 +218,42 @@ fn put_link(
     )
 }
 
+/// Records a refusal of a provider's signed answer (a replay, an unverified e-mail) in the
+/// organisation's audit log.
+pub(crate) async fn audit_refusal(
+    sso: &Sso,
+    org: &crate::accounts::model::OrgId,
+    email: &str,
+    protocol: super::Protocol,
+    why: &SsoError,
+    client: IpAddr,
+) -> Result<(), SsoError> {
+    let now = sso.auth().clock().now();
+    // The e-mail came from the provider: bounded before it is kept.
+    let shown: String = email.chars().take(254).collect();
+    let actor = Actor {
+        user_id: None,
+        email: Some(shown),
+        ip: Some(client.to_string()),
+    };
+    let detail = json!({"sso": protocol.as_str(), "reason": why.code()});
+    let org = org.clone();
+    sso.store()
+        .write(move |txn| {
+            audit::record(
+                txn,
+                Some(&org),
+                &actor,
+                "login.sso_refused",
+                None,
+                detail.clone(),
+                now,
+            )
+        })
+        .await?;
+    Ok(())
+}
+
 /// The browser's answer to a finished (or refused) sign-in: 303 to the UI with the session
 /// cookies, to the sign-in page's code step, or to `/login?sso_error=<code>` (the cause is
 /// logged, never shown).

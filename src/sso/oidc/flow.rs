@@ -121,9 +121,19 @@ pub async fn callback(
         &key,
         &settings.issuer,
         &settings.client_id,
-        &attempt.nonce,
     )?;
-    use_nonce(sso, &attempt.nonce, claims.exp).await?;
+    // Signed by the provider from here on: refusals are audited in the organisation's log
+    // (bounded by what the provider signs, not by what anyone sends).
+    let checked = match id_token::check_claims(&claims, &attempt.nonce) {
+        Ok(()) => use_nonce(sso, &attempt.nonce, claims.exp).await,
+        Err(why) => Err(why),
+    };
+    if let Err(why) = checked {
+        let email = claims.email.clone().unwrap_or_default();
+        crate::sso::finish::audit_refusal(sso, &attempt.org, &email, Protocol::Oidc, &why, client)
+            .await?;
+        return Err(why);
+    }
     let email = crate::accounts::model::normalize_email(claims.email.as_deref().unwrap_or(""))
         .map_err(|_| SsoError::EmailUnverified)?;
     let asserted = Asserted {

@@ -79,14 +79,14 @@ pub fn header(token: &str) -> Result<Header, SsoError> {
     Ok(header)
 }
 
-/// Verifies `token` with `key` and returns its claims.
+/// Verifies `token`'s signature with `key`, its issuer, audience and times, and returns its
+/// claims; `check_claims` then holds them to this attempt.
 pub fn verify(
     token: &str,
     header: &Header,
     key: &Jwk,
     issuer: &str,
     client_id: &str,
-    nonce: &str,
 ) -> Result<IdClaims, SsoError> {
     let key_alg = key.common.key_algorithm.map(|alg| format!("{alg:?}"));
     if key_alg.is_some_and(|alg| alg != format!("{:?}", header.alg)) {
@@ -102,6 +102,11 @@ pub fn verify(
     let claims = jsonwebtoken::decode::<IdClaims>(token, &decoding, &validation)
         .map_err(|err| rejected(format!("ID token: {err}")))?
         .claims;
+    Ok(claims)
+}
+
+/// The checks of a signed token's claims: this attempt's nonce, and a verified e-mail.
+pub fn check_claims(claims: &IdClaims, nonce: &str) -> Result<(), SsoError> {
     let nonce_matches = claims
         .nonce
         .as_deref()
@@ -112,5 +117,5 @@ pub fn verify(
     if !claims.email_verified() || claims.email.is_none() {
         return Err(SsoError::EmailUnverified);
     }
-    Ok(claims)
+    Ok(())
 }
