@@ -57,6 +57,7 @@ mod search_restart;
 mod settings_api;
 mod setup;
 mod sso_oidc;
+mod sso_oidc_provider;
 mod tidy;
 mod ui_serving;
 mod unauth_bounds;
