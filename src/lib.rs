@@ -18,5 +18,6 @@ pub mod notify;
 pub mod scim;
 pub mod secrets;
 pub mod server;
+pub mod sso;
 pub mod store;
 pub mod systemd;

@@ -59,6 +59,13 @@ pub struct AppState {
     pub alerting: Alerting,
     pub spikes: crate::alerting::SpikeWake,
     pub metrics: PrometheusHandle,
+    pub sso: crate::sso::Sso,
+}
+
+impl FromRef<AppState> for crate::sso::Sso {
+    fn from_ref(state: &AppState) -> crate::sso::Sso {
+        state.sso.clone()
+    }
 }
 
 impl FromRef<AppState> for Alerting {
@@ -170,6 +177,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::http::sdk::routes())
         .merge(crate::scim::api_tokens::routes())
         .merge(crate::scim::api::routes())
+        .merge(crate::sso::api_config::routes())
+        .merge(crate::sso::oidc::api::routes())
         .split_for_parts()
 }
 
@@ -339,6 +348,7 @@ pub async fn run(
         alerting,
         spikes: evaluator.spike_wake(),
         metrics,
+        sso: crate::sso::Sso::new(auth.clone()),
     };
     let router = build_router(state);
 

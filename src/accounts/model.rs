@@ -110,6 +110,10 @@ pub struct Org {
     /// CIDRs allowed to use the API on behalf of this org; empty = no restriction.
     #[serde(default)]
     pub ip_allowlist: Vec<ipnet::IpNet>,
+    /// Members sign in only through the org's SSO (set by the SSO configuration; owners keep
+    /// a password path). It applies while the org is on the enterprise plan.
+    #[serde(default)]
+    pub sso_required: bool,
     pub created_at: Timestamp,
 }
 
@@ -126,6 +130,7 @@ impl Org {
             plan: Plan::Free,
             two_factor_required: false,
             ip_allowlist: Vec::new(),
+            sso_required: false,
             created_at: now,
         }
     }

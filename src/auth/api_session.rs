@@ -87,6 +87,7 @@ impl From<SignInError> for ApiError {
             | SignInError::LoginTokenUsed
             | SignInError::AccountGone
             | SignInError::MembershipGone => ApiError::new(ErrorCode::Unauthorized, detail),
+            SignInError::SsoRequired => ApiError::new(ErrorCode::SsoRequired, detail),
             SignInError::Signing(cause) => ApiError::internal(cause),
             SignInError::Hashing(hashing) => ApiError::from(hashing),
             SignInError::Store(store) => ApiError::from(store),
@@ -202,6 +203,36 @@ pub(super) fn session_response(auth: &Auth, signed: SignedIn) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// A browser sign-in that ends elsewhere (SSO): 303 to `location` with the session's cookies,
+/// as `session_response` sets them.
+pub fn session_redirect(auth: &Auth, signed: SignedIn, location: &str) -> Response {
+    let mut response = session_response(auth, signed);
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    *response.body_mut() = axum::body::Body::empty();
+    response.headers_mut().remove(header::CONTENT_TYPE);
+    set_location(&mut response, location);
+    response
+}
+
+/// A browser sign-in whose second factor is still due: 303 to `location` (the sign-in page's
+/// code step) with the `lookout_login` cookie, as a password sign-in sets it.
+pub fn second_factor_redirect(auth: &Auth, login_token: String, location: &str) -> Response {
+    let max_age = i64::try_from(LOGIN_TOKEN_TTL.as_secs()).unwrap_or(300);
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        cookie(auth, LOGIN_COOKIE, login_token, max_age, true),
+    );
+    set_location(&mut response, location);
+    response
+}
+
+fn set_location(response: &mut Response, location: &str) {
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
 }
 
 /// Signs in with e-mail and password.

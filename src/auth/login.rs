@@ -23,7 +23,7 @@ use super::model::{FailureOutcome, LockoutPolicy, LoginState};
 use super::revocation::Revocations;
 use super::tokens::{Claims, LOGIN_TOKEN_TTL, TokenKind};
 use super::{Auth, db, totp};
-use crate::accounts::model::{Membership, Org, OrgId, Role, User, normalize_email};
+use crate::accounts::model::{Membership, Org, OrgId, Plan, Role, User, normalize_email};
 use crate::accounts::{self};
 use crate::clock::Timestamp;
 use crate::secrets::hashing_pool::HashingError;
@@ -56,6 +56,9 @@ pub enum SignInError {
     AccountGone,
     #[error("the membership no longer exists")]
     MembershipGone,
+    /// 403 `sso_required`: the organisation signs its members in through SSO only.
+    #[error("this organisation signs its members in through single sign-on only")]
+    SsoRequired,
     /// A token could not be signed; holds why (logged, never sent).
     #[error("{0}")]
     Signing(String),
@@ -206,8 +209,38 @@ pub async fn password_login(
     };
     let org_id = account.org.id.clone();
     let second_factor = account.two_factor_enabled;
+    // "SSO required" holds members to SSO; an owner's password is the audited break-glass path.
+    let sso_only = account.org.sso_required && account.org.plan == Plan::Enterprise;
+    if sso_only && account.membership.role != Role::Owner {
+        auth.store()
+            .write(move |txn| {
+                let detail = json!({"reason": "sso_required"});
+                audit::record(
+                    txn,
+                    Some(&org_id),
+                    &actor,
+                    "login.refused",
+                    None,
+                    detail,
+                    now,
+                )
+            })
+            .await?;
+        return Err(SignInError::SsoRequired);
+    }
     auth.store()
         .write(move |txn| {
+            if sso_only {
+                audit::record(
+                    txn,
+                    Some(&org_id),
+                    &actor,
+                    "login.break_glass",
+                    None,
+                    json!({}),
+                    now,
+                )?;
+            }
             // With a second factor pending, the failure count (wrong codes included) stays:
             // only a completed sign-in resets it, so re-entering the password buys no new tries.
             if !second_factor {

@@ -48,6 +48,8 @@ use revocation::Revocations;
 use tokens::TokenSigner;
 
 pub use caller::{Admin, Caller, Credential, Member, Owner, Viewer};
+/// Whether an account has a second factor, in a caller's transaction (SSO's sign-in reads it).
+pub use db::two_factor_enabled;
 
 /// Cookie carrying the session JWT.
 pub const SESSION_COOKIE: &str = "lookout_session";
@@ -177,6 +179,16 @@ impl Auth {
         mac.update(b"csrf\0");
         mac.update(jti.as_bytes());
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+
+    /// A 32-byte key for `purpose`, derived from the server key (HMAC), so each use of the
+    /// key (sealed secrets, signed SSO attempt cookies) has its own.
+    pub fn derived_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.inner.key.0)
+            .expect("hmac takes any key length");
+        mac.update(b"derive\0");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     /// RegisterUserLogout on its own: every session of `user` issued until now is void.

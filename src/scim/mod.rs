@@ -19,3 +19,13 @@ pub mod patch;
 pub mod protocol;
 pub mod provision;
 pub mod user;
+
+/// Whether this organisation's SCIM provisioned `user` (so a sign-in through the
+/// organisation's SSO may use that account), in a caller's transaction.
+pub fn is_provisioned(
+    txn: &impl crate::store::ReadTxn,
+    org: &crate::accounts::model::OrgId,
+    user: &crate::accounts::model::UserId,
+) -> Result<bool, crate::store::StoreError> {
+    Ok(db::get_user(txn, org, user)?.is_some())
+}

@@ -7,6 +7,7 @@
 
 pub mod hashing_pool;
 pub mod password;
+pub mod seal;
 
 /// A random secret token: 32 bytes from the OS generator, base64url without padding.
 pub fn random_token() -> String {

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 15;
+pub const CURRENT_VERSION: u32 = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -108,6 +108,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 15,
         description: "SCIM token and provisioned user tables",
         apply: create_scim_tables,
+    },
+    Migration {
+        version: 16,
+        description: "SSO configuration, domain, link and used-nonce tables",
+        apply: create_sso_tables,
     },
 ];
 
@@ -386,6 +391,14 @@ fn create_scim_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::SCIM_TOKENS))?;
     txn.open_table(record_table(tables::SCIM_USERS))?;
     txn.open_table(IndexTable::new(tables::SCIM_TOKEN_DIGESTS).definition())?;
+    Ok(())
+}
+
+fn create_sso_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::SSO_CONFIGS))?;
+    txn.open_table(IndexTable::new(tables::SSO_DOMAINS).definition())?;
+    txn.open_table(record_table(tables::SSO_LINKS))?;
+    txn.open_table(IndexTable::new(tables::SSO_USED_NONCES).definition())?;
     Ok(())
 }
 

@@ -150,6 +150,10 @@ pub const ALL: &[TableSpec] = &[
     bytes(SCIM_TOKENS),
     text(SCIM_TOKEN_DIGESTS),
     bytes(SCIM_USERS),
+    bytes(SSO_CONFIGS),
+    text(SSO_DOMAINS),
+    bytes(SSO_LINKS),
+    text(SSO_USED_NONCES),
 ];
 
 /// The entry of `ALL` named `name`.
@@ -291,6 +295,17 @@ pub const SCIM_TOKENS: &str = "orgid_tokenid_scimtoken";
 pub const SCIM_TOKEN_DIGESTS: &str = "scimdigest_orgid_tokenid";
 /// `{org_id}/{user_id}` -> what the identity provider said about a member it provisioned.
 pub const SCIM_USERS: &str = "orgid_userid_scimuser";
+
+// Single sign-on (schema 16).
+
+/// `{org_id}` -> the organisation's SSO configuration (client secret sealed).
+pub const SSO_CONFIGS: &str = "orgid_ssoconfig";
+/// A claimed e-mail domain (lowercase) -> the `org_id` that signs its addresses in.
+pub const SSO_DOMAINS: &str = "domain_orgid";
+/// `{sha256(issuer) hex}/{subject}` -> the account an identity at a provider is linked to.
+pub const SSO_LINKS: &str = "issuer_subject_ssolink";
+/// SHA-256 (hex) of a used ID-token nonce -> when its token expires (ms since epoch).
+pub const SSO_USED_NONCES: &str = "noncedigest_expiresat";
 
 /// Joins the parts of a composite key.
 pub fn composite_key(first: &str, second: &str) -> String {

@@ -115,8 +115,8 @@ fn api_routes_are_never_mounted_around_the_openapi_router() {
 }
 
 /// The capabilities (one folder each under `src/`).
-const CAPABILITIES: [&str; 9] = [
-    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify", "scim",
+const CAPABILITIES: [&str; 10] = [
+    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify", "scim", "sso",
 ];
 
 /// The modules above the capabilities (the composition root and the command line) and the
@@ -146,6 +146,7 @@ const ALLOWED_ARROWS: &[(&str, &[&str])] = &[
     ("ingest", &["accounts", "alerting", "auth", "errors"]),
     ("notify", &["accounts", "auth"]),
     ("scim", &["accounts", "auth"]),
+    ("sso", &["accounts", "auth", "scim"]),
 ];
 
 /// The top-level modules of the crate a piece of code names (`crate::x…` and

@@ -1,0 +1,12 @@
+//! OpenID Connect sign-in: the authorization code flow with PKCE against each organisation's
+//! provider (`flow.rs`), the attempt cookie (`attempt.rs`), ID-token checks (`id_token.rs`),
+//! the discovery and key-set cache (`provider.rs`), and the routes (`api.rs`).
+
+pub mod api;
+pub mod attempt;
+pub mod flow;
+pub mod id_token;
+pub mod provider;
+
+/// Where providers send the browser back (the redirect URI to register with them).
+pub const CALLBACK_PATH: &str = "/api/v1/auth/sso/oidc/callback";
