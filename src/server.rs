@@ -170,6 +170,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::http::sdk::routes())
         .merge(crate::scim::api_tokens::routes())
         .merge(crate::scim::api::routes())
+        .merge(crate::compat::api::routes())
         .split_for_parts()
 }
 
