@@ -10,6 +10,7 @@ pub mod alerting;
 pub mod auth;
 pub mod cli;
 pub mod clock;
+pub mod compat;
 pub mod config;
 pub mod errors;
 pub mod http;

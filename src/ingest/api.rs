@@ -122,9 +122,9 @@ struct Batch<T> {
 
 /// What the item reader gets besides the item.
 #[derive(Clone)]
-struct ItemContext {
-    received_at: Timestamp,
-    client_ip: Option<String>,
+pub(super) struct ItemContext {
+    pub(super) received_at: Timestamp,
+    pub(super) client_ip: Option<String>,
 }
 
 /// Size, key, media type, parse, count, scrub and per-item checks, in that order.
@@ -200,7 +200,10 @@ async fn receive_and_store<T: Send + Sync + 'static>(
 }
 
 /// The client address to keep with items: none unless `WEB_INGEST_SCRUB_IP=false`.
-async fn stored_client_ip(ingest: &Ingest, parts: &mut Parts) -> Result<Option<String>, ApiError> {
+pub(super) async fn stored_client_ip(
+    ingest: &Ingest,
+    parts: &mut Parts,
+) -> Result<Option<String>, ApiError> {
     if ingest.settings().scrub_ip {
         return Ok(None);
     }
@@ -231,12 +234,24 @@ async fn post_web_errors(
         web_errors::parse_event(item, context.received_at, context.client_ip.as_deref())
     };
     let batch = receive(&ingest, request, "events", parse).await?;
-    if batch.accepted.is_empty() {
-        return Ok(accepted(0, batch.rejected));
+    let count = store_error_events(&ingest, &search, &spikes, batch.org, batch.accepted).await?;
+    Ok(accepted(count, batch.rejected))
+}
+
+/// Resolves, groups, stores and indexes parsed error events; the count acknowledged. The one
+/// way error events reach `errors`, whatever wire format they came in (`api_decoded.rs`).
+pub(super) async fn store_error_events(
+    ingest: &Ingest,
+    search: &crate::errors::Search,
+    spikes: &SpikeWake,
+    org: OrgId,
+    events: Vec<crate::errors::ErrorEvent>,
+) -> Result<usize, ApiError> {
+    if events.is_empty() {
+        return Ok(0);
     }
-    let org = batch.org;
     // Source maps already uploaded resolve the frames before they are stored.
-    let events = crate::errors::resolve_batch(ingest.store(), &org, batch.accepted).await?;
+    let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
     // Fingerprints here, so that the store's one writer thread only looks up and writes. The
     // write closure owns the batch; its events come back once the writer dropped it.
     let (mut to_store, returned) = ingest
@@ -244,7 +259,7 @@ async fn post_web_errors(
         .await?;
     let write_org = org.clone();
     // Taken before the write: the index learns of every write that may commit events.
-    let ticket = crate::errors::index_ticket(&search)?;
+    let ticket = crate::errors::index_ticket(search)?;
     let stored = ingest
         .store()
         .write(move |txn| crate::errors::store_events(txn, &write_org, &mut to_store))
@@ -253,7 +268,7 @@ async fn post_web_errors(
     let count = stored.accepted();
     crate::errors::events_committed(ticket, &org, returned, stored).await?;
     spikes.nudge();
-    Ok(accepted(count, batch.rejected))
+    Ok(count)
 }
 
 /// Stores browser sessions; the same id again updates the session.

@@ -22,6 +22,7 @@
 //! (`gate.rs`, `body.rs`) speak `ApiError`, and the mappings are exhaustive matches.
 
 pub mod api;
+pub mod api_decoded;
 pub mod api_reads;
 pub mod api_settings;
 pub mod api_sourcemaps;

@@ -115,8 +115,9 @@ fn api_routes_are_never_mounted_around_the_openapi_router() {
 }
 
 /// The capabilities (one folder each under `src/`).
-const CAPABILITIES: [&str; 10] = [
-    "accounts", "admin", "agents", "alerting", "auth", "errors", "ingest", "notify", "scim", "sso",
+const CAPABILITIES: [&str; 11] = [
+    "accounts", "admin", "agents", "alerting", "auth", "compat", "errors", "ingest", "notify",
+    "scim", "sso",
 ];
 
 /// The modules above the capabilities (the composition root and the command line) and the
@@ -142,6 +143,10 @@ const ALLOWED_ARROWS: &[(&str, &[&str])] = &[
     ("agents", &["accounts", "auth"]),
     ("alerting", &["accounts", "agents", "auth", "notify"]),
     ("auth", &["accounts"]),
+    (
+        "compat",
+        &["accounts", "alerting", "auth", "errors", "ingest"],
+    ),
     ("errors", &["accounts", "alerting", "auth"]),
     ("ingest", &["accounts", "alerting", "auth", "errors"]),
     ("notify", &["accounts", "auth"]),
