@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::envelope::{self, MAX_ENVELOPE_BYTES, MAX_ITEM_BYTES};
-use super::{CompatError, project_id, sentry_event, sentry_other};
+use super::{CompatError, project_id, sentry_event, sentry_other, sentry_spans};
 use crate::alerting::SpikeWake;
 use crate::http::extract::read_body;
 use crate::http::{ApiError, problems};
@@ -222,6 +222,10 @@ fn read_envelope(bytes: &[u8]) -> Result<Read, CompatError> {
                     .spans
                     .extend(sentry_other::transaction_spans(&payload));
             }
+            "span" => read
+                .telemetry
+                .spans
+                .extend(sentry_spans::streamed_spans(&payload)),
             "session" => read
                 .telemetry
                 .sessions

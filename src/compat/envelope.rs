@@ -106,7 +106,7 @@ pub fn inflate(
 /// One item of an envelope whose type this server reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
-    /// `event`, `transaction`, `session` or `sessions`.
+    /// `event`, `transaction`, `span`, `session` or `sessions`.
     pub kind: String,
     pub payload: Vec<u8>,
 }
@@ -122,7 +122,7 @@ pub struct Envelope {
 }
 
 /// The item types read; every other one is skipped.
-pub const KNOWN_ITEM_TYPES: [&str; 4] = ["event", "transaction", "session", "sessions"];
+pub const KNOWN_ITEM_TYPES: [&str; 5] = ["event", "transaction", "span", "session", "sessions"];
 
 /// Frames `bytes` as an envelope: a JSON header line, then items, each a JSON header line with
 /// `type` and an optional `length`, and its payload (`length` bytes, else up to the newline).

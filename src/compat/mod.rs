@@ -23,6 +23,7 @@ pub mod otlp;
 pub mod otlp_proto;
 pub mod sentry_event;
 pub mod sentry_other;
+pub mod sentry_spans;
 
 use crate::accounts::model::OrgId;
 

@@ -9,6 +9,7 @@ mod agents;
 mod alerts;
 mod auth;
 mod chrome;
+mod compat;
 mod deployments;
 mod errors;
 mod errors_support;
@@ -18,6 +19,7 @@ mod identity;
 mod links;
 mod overview;
 mod page;
+mod peers;
 mod performance;
 #[path = "../integration/receiver.rs"]
 mod receiver;

@@ -45,7 +45,7 @@ fn curl_with_key(server: &TestServer, key: &str, path: &str) -> Option<String> {
 
 /// Picks `value` in the select labelled `label` as a person would: the control changes and
 /// announces it.
-fn choose(page: &Page, label: &str, value: &str) {
+pub fn choose(page: &Page, label: &str, value: &str) {
     page.wait(&Query::label(label));
     page.eval(&format!(
         "(() => {{ const select = window.__lookoutQueries.findOne({{ label: {label:?} }}).element;
