@@ -30,6 +30,7 @@ mod cli;
 mod cli_recovery;
 mod compat_otlp;
 mod compat_sentry;
+mod compat_sentry_crate;
 mod compat_sentry_limits;
 mod compat_support;
 mod config_errors;
