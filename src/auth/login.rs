@@ -358,17 +358,9 @@ pub fn issue_session(
     })
 }
 
-/// Signs a session for `user` in `org` after a sign-in an identity provider asserted was
-/// multi-factor: the session satisfies the organisation's 2FA enforcement (`Claims::mfa`).
-pub fn issue_session_after_mfa(
-    auth: &Auth,
-    user: User,
-    org: Org,
-    role: Role,
-    two_factor_enabled: bool,
-    now: Timestamp,
-) -> Result<SignedIn, SignInError> {
-    let mut signed = issue_session(auth, user, org, role, two_factor_enabled, now)?;
+/// The same session re-signed as multi-factor, for a sign-in an identity provider asserted
+/// was: it satisfies the organisation's 2FA enforcement (`Claims::mfa`).
+pub fn with_provider_mfa(auth: &Auth, mut signed: SignedIn) -> Result<SignedIn, SignInError> {
     signed.claims.mfa = true;
     signed.token = auth
         .signer()

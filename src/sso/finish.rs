@@ -117,12 +117,12 @@ pub async fn finish(
             .map_err(SsoError::Signing)?;
         return Ok(Finished::SecondFactor { login_token });
     }
-    let signed = if mfa_asserted {
-        login::issue_session_after_mfa(sso.auth(), user, org, role, two_factor_enabled, now)
-    } else {
-        login::issue_session(sso.auth(), user, org, role, two_factor_enabled, now)
-    }
-    .map_err(|err| SsoError::Signing(err.to_string()))?;
+    let signed = login::issue_session(sso.auth(), user, org, role, two_factor_enabled, now)
+        .and_then(|signed| match mfa_asserted {
+            true => login::with_provider_mfa(sso.auth(), signed),
+            false => Ok(signed),
+        })
+        .map_err(|err| SsoError::Signing(err.to_string()))?;
     Ok(Finished::SignedIn(Box::new(signed)))
 }
 
