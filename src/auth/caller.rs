@@ -245,7 +245,9 @@ fn authorize(auth: &Auth, parts: &Parts, caller: &Caller) -> Result<(), ApiError
         ));
     }
     super::allowlist::require_admitted(&org.ip_allowlist, caller.client, "the")?;
-    if org.two_factor_required && !two_factor_enabled {
+    // A session from a sign-in the identity provider asserted was multi-factor satisfies it.
+    let mfa_session = caller.session().is_some_and(|claims| claims.mfa);
+    if org.two_factor_required && !two_factor_enabled && !mfa_session {
         let method = parts.method.as_str();
         let path = parts.uri.path();
         if !ENROLMENT_ROUTES

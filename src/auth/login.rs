@@ -358,6 +358,17 @@ pub fn issue_session(
     })
 }
 
+/// The same session re-signed as multi-factor, for a sign-in an identity provider asserted
+/// was: it satisfies the organisation's 2FA enforcement (`Claims::mfa`).
+pub fn with_provider_mfa(auth: &Auth, mut signed: SignedIn) -> Result<SignedIn, SignInError> {
+    signed.claims.mfa = true;
+    signed.token = auth
+        .signer()
+        .sign(&signed.claims)
+        .map_err(SignInError::Signing)?;
+    Ok(signed)
+}
+
 /// What the second-factor transaction decided.
 enum CodeOutcome {
     Accepted,

@@ -45,6 +45,10 @@ pub struct Claims {
     /// Issue time in milliseconds, so a logout and a new sign-in within the same second are
     /// told apart by RegisterUserLogout.
     pub iat_ms: i64,
+    /// The sign-in was multi-factor at an identity provider (SSO with `amr` `mfa`), which
+    /// satisfies the organisation's 2FA enforcement like an enrolled second factor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mfa: bool,
 }
 
 impl Claims {
@@ -113,10 +117,16 @@ impl TokenSigner {
             aud: AUDIENCE.to_string(),
             typ: kind,
             iat_ms: now.unix_millis(),
+            mfa: false,
         };
-        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .map_err(|err| format!("cannot sign a token: {err}"))?;
+        let token = self.sign(&claims)?;
         Ok((token, claims))
+    }
+
+    /// Signs `claims` as they are.
+    pub fn sign(&self, claims: &Claims) -> Result<String, String> {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .map_err(|err| format!("cannot sign a token: {err}"))
     }
 
     /// Verifies signature, algorithm, issuer, audience, kind and validity period at `now`.

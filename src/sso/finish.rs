@@ -13,7 +13,9 @@
 //! 4. A provisioned person without a membership (SCIM deactivated them) or a disabled account
 //!    is refused, never re-added.
 //! 5. Second factor: an assertion of MFA satisfies it; otherwise an account with TOTP goes
-//!    through the sign-in page's code step (`/api/v1/auth/2fa/complete`), like a password.
+//!    through the sign-in page's code step (`/api/v1/auth/2fa/complete`), like a password. A
+//!    session after asserted MFA carries `mfa`, which satisfies the organisation's 2FA
+//!    enforcement like an enrolled second factor.
 //!
 //! Invariants: the decision and its audit entry commit in one write; a refusal is returned as
 //! a value from the write closure so its audit entry is kept.
@@ -116,6 +118,10 @@ pub async fn finish(
         return Ok(Finished::SecondFactor { login_token });
     }
     let signed = login::issue_session(sso.auth(), user, org, role, two_factor_enabled, now)
+        .and_then(|signed| match mfa_asserted {
+            true => login::with_provider_mfa(sso.auth(), signed),
+            false => Ok(signed),
+        })
         .map_err(|err| SsoError::Signing(err.to_string()))?;
     Ok(Finished::SignedIn(Box::new(signed)))
 }

@@ -220,6 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn fields_are_bounded_at_their_limit() {
+        let at_limit = "x".repeat(MAX_FIELD_BYTES);
+        assert!(valid_field(&at_limit, ConfigRefusal::ClientId).is_ok());
+        let over = format!("{at_limit}x");
+        assert!(valid_field(&over, ConfigRefusal::ClientId).is_err());
+        assert!(valid_field("", ConfigRefusal::ClientId).is_err());
+        assert!(valid_field("a\nb", ConfigRefusal::ClientId).is_err());
+        let long_issuer = format!("https://idp.example.com/{}", "p".repeat(MAX_FIELD_BYTES));
+        assert!(valid_issuer(&long_issuer).is_err());
+        let label = "a".repeat(63);
+        assert!(valid_domains(&[format!("{label}.com")]).is_ok());
+        assert!(valid_domains(&[format!("{label}a.com")]).is_err());
+    }
+
+    #[test]
     fn domains() {
         let good = vec!["example.com".to_string(), "eu.example-corp.io".to_string()];
         assert_eq!(valid_domains(&good).unwrap(), good);

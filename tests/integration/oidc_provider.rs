@@ -21,6 +21,8 @@ use sha2::{Digest, Sha256};
 
 pub const CLIENT_ID: &str = "lookout-test";
 pub const CLIENT_SECRET: &str = "a client secret of the test provider";
+/// What `/saml-metadata` serves, as XML.
+pub const SAML_METADATA: &str = r#"<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.example.com"/>"#;
 
 /// What the next ID tokens look like.
 #[derive(Clone, Debug)]
@@ -208,11 +210,24 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>, keys: &[Value], issuer: &s
             (200, json!({"keys": published}))
         }
         "/token" => token(state, keys, issuer, &headers, &body),
+        // SAML metadata served by URL, small and over the 256 KiB Lookout keeps.
+        "/saml-metadata" => (200, json!(SAML_METADATA)),
+        "/saml-metadata-too-big" => (
+            200,
+            json!(format!(
+                "<EntityDescriptor>{}</EntityDescriptor>",
+                "x".repeat(256 * 1024)
+            )),
+        ),
         _ => (404, json!({"error": "not_found"})),
     };
-    let text = answer.to_string();
+    // Metadata goes out as XML (the string itself); everything else as JSON.
+    let (kind, text) = match answer {
+        Value::String(xml) => ("application/samlmetadata+xml", xml),
+        other => ("application/json", other.to_string()),
+    };
     let reply = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
         text.len()
     );
     let _ = stream.write_all(reply.as_bytes());

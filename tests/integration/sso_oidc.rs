@@ -445,3 +445,30 @@ fn a_second_factor_is_still_asked_unless_the_provider_asserts_mfa() {
         owner.user_id().as_str()
     );
 }
+
+#[test]
+fn asserted_mfa_satisfies_the_organisations_two_factor_enforcement() {
+    let provider = Provider::start(Behaviour::person("enforced@example.com", "enforced"));
+    let (server, owner) = setup(&provider);
+    let org = org_id(&owner);
+    let reply = owner.write(
+        &server,
+        Method::PATCH,
+        "/api/v1/orgs/me/settings",
+        &json!({"two_factor_required": true}),
+    );
+    assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    let members = |session: &str| {
+        send(
+            http()
+                .get(server.url("/api/v1/orgs/me/members"))
+                .header("cookie", format!("lookout_session={session}")),
+        )
+    };
+    // Without MFA at the provider, the person must enrol a second factor first.
+    let plain = signed_in(&sso_round(&server, &provider, &org, None));
+    members(&plain).problem(403, "two_factor_enrolment_required");
+    provider.behave(|b| b.amr = Some(vec!["mfa".into()]));
+    let with_mfa = signed_in(&sso_round(&server, &provider, &org, None));
+    assert_eq!(members(&with_mfa).status, 200);
+}
