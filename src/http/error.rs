@@ -79,6 +79,7 @@ error_codes! {
     PlanRequired => ("plan_required", FORBIDDEN, "Requires the enterprise plan"),
     SsoRequired => ("sso_required", FORBIDDEN, "Sign in through single sign-on"),
     SsoNotConfigured => ("sso_not_configured", NOT_FOUND, "Single sign-on is not configured"),
+    SsoProviderUnavailable => ("sso_provider_unavailable", BAD_GATEWAY, "The identity provider could not be used"),
     SsoDomainTaken => ("sso_domain_taken", CONFLICT, "Domain already claimed by another organisation"),
     InvalidIssuer => ("invalid_issuer", BAD_REQUEST, "Invalid OIDC issuer"),
     InvalidClient => ("invalid_client", BAD_REQUEST, "Invalid OIDC client id or secret"),

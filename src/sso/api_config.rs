@@ -50,7 +50,7 @@ impl From<SsoError> for ApiError {
             | SsoError::LinkedElsewhere
             | SsoError::AccountDisabled => ApiError::new(ErrorCode::Unauthorized, detail),
             SsoError::Provider(cause) => ApiError::new(
-                ErrorCode::InvalidParameter,
+                ErrorCode::SsoProviderUnavailable,
                 format!("the identity provider could not be used: {cause}"),
             ),
             SsoError::Signing(cause) => ApiError::internal(cause),

@@ -46,6 +46,33 @@ pub enum Finished {
     SecondFactor {
         login_token: String,
     },
+    /// An owner's test sign-in: the provider's answer passed every check; nobody signed in.
+    Tested {
+        email: String,
+        mfa: bool,
+    },
+}
+
+/// What a browser's SSO attempt was for, and so where it lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Landing {
+    /// Signing in: the UI, or the sign-in page saying why not.
+    SignIn,
+    /// Linking the signed-in account: the profile page.
+    Link,
+    /// An owner's test: the single sign-on settings page with the outcome.
+    Test,
+}
+
+impl Landing {
+    /// Where a refusal with `code` lands.
+    pub fn refused(self, code: &str) -> String {
+        match self {
+            Landing::SignIn => format!("/login?sso_error={code}"),
+            Landing::Link => format!("/profile?sso_error={code}"),
+            Landing::Test => format!("/settings/sso?sso_test=failed&code={code}"),
+        }
+    }
 }
 
 /// What the write transaction decided.
@@ -264,11 +291,35 @@ pub(crate) async fn audit_refusal(
 /// cookies, to the sign-in page's code step, or to `/login?sso_error=<code>` (the cause is
 /// logged, never shown).
 pub fn browser_answer(sso: &Sso, result: Result<Finished, SsoError>) -> Response {
+    browser_answer_to(sso, result, Landing::SignIn)
+}
+
+/// `browser_answer` for an attempt made for `landing`: a link lands on the profile page
+/// (`?sso=linked`), a test on the settings page with what the provider asserted.
+pub fn browser_answer_to(
+    sso: &Sso,
+    result: Result<Finished, SsoError>,
+    landing: Landing,
+) -> Response {
     use crate::auth::api_session::{second_factor_redirect, session_redirect};
     match result {
-        Ok(Finished::SignedIn(signed)) => session_redirect(sso.auth(), *signed, AFTER_SIGN_IN),
+        Ok(Finished::SignedIn(signed)) => {
+            let after = match landing {
+                Landing::Link => "/profile?sso=linked",
+                Landing::SignIn | Landing::Test => AFTER_SIGN_IN,
+            };
+            session_redirect(sso.auth(), *signed, after)
+        }
         Ok(Finished::SecondFactor { login_token }) => {
             second_factor_redirect(sso.auth(), login_token, SECOND_FACTOR_PAGE)
+        }
+        Ok(Finished::Tested { email, mfa }) => {
+            let query = url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("sso_test", "ok")
+                .append_pair("email", &email)
+                .append_pair("mfa", if mfa { "1" } else { "0" })
+                .finish();
+            redirect(&format!("/settings/sso?{query}"))
         }
         Err(error) => {
             match &error {
@@ -277,18 +328,22 @@ pub fn browser_answer(sso: &Sso, result: Result<Finished, SsoError>) -> Response
                 }
                 _ => tracing::info!(%error, code = error.code(), "sso sign-in refused"),
             }
-            error_redirect(error.code())
+            redirect(&landing.refused(error.code()))
         }
     }
 }
 
 /// 303 to the sign-in page showing `code`.
 pub fn error_redirect(code: &str) -> Response {
+    redirect(&Landing::SignIn.refused(code))
+}
+
+fn redirect(location: &str) -> Response {
     use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;
     (
         StatusCode::SEE_OTHER,
-        [(header::LOCATION, format!("/login?sso_error={code}"))],
+        [(header::LOCATION, location.to_string())],
     )
         .into_response()
 }

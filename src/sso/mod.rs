@@ -29,7 +29,7 @@ use crate::accounts::model::{OrgId, Plan};
 use crate::auth::Auth;
 use crate::store::{Store, StoreError};
 
-pub use finish::{Finished, browser_answer, finish};
+pub use finish::{Finished, Landing, browser_answer, browser_answer_to, finish};
 pub use model::SsoConfig;
 
 /// The sign-in protocol an assertion came through.

@@ -1,13 +1,18 @@
 //! The identity-provider pages in the browser: SCIM provisioning (free plan told what the plan
 //! brings; on the enterprise plan a token made in the UI is shown once, works on `/scim/v2`, and
-//! is refused there once revoked). Every page passes axe and leaves its screenshot.
+//! is refused there once revoked); single sign-on (an owner saves an OpenID Connect provider,
+//! its secret never shown again, and the sign-in page sends people at its domain there and
+//! says in words why it came back). Every page passes axe and leaves its screenshot.
 
 use std::process::Command;
 
-use crate::errors_support::{count, wait_until};
+use serde_json::json;
+
+use crate::errors_support::{ApiSession, count, wait_until};
 use crate::harness::TestServer;
 use crate::page::{Page, Query};
-use crate::support::{owner_page, server_with_owner};
+use crate::settings::choose;
+use crate::support::{OWNER, owner_page, server_with_owner};
 
 /// `lookout org set-plan default <plan>` through the running server's admin socket.
 pub fn set_plan(server: &TestServer, plan: &str) {
@@ -80,4 +85,64 @@ fn a_scim_token_made_in_the_ui_is_shown_once_and_works_until_revoked() {
     assert_eq!(token_rows(&page), 1, "a revoked token stays listed");
     assert_eq!(count(&page, &Query::role("button", "Revoke Okta")), 0);
     assert_eq!(scim_status(&server, &token), "401");
+}
+
+#[test]
+fn an_owner_sets_up_single_sign_on_and_the_sign_in_page_sends_people_there() {
+    let server = server_with_owner();
+    let page = owner_page(&server);
+    page.goto("/settings/sso");
+    page.wait(&Query::heading(1, "Single sign-on"));
+    page.wait_text("comes with the Enterprise plan");
+    page.check_accessibility();
+
+    set_plan(&server, "enterprise");
+    page.goto("/settings/sso");
+    page.wait(&Query::heading(2, "Service provider details"));
+    page.wait_text(&server.url("/api/v1/auth/sso/oidc/callback"));
+    page.click_role("checkbox", "Sign in with OpenID Connect");
+    // Nothing listens there: the sign-in below meets an unreachable provider.
+    page.fill_label("Issuer URL", "http://127.0.0.1:9/realms/acme");
+    page.fill_label("Client ID", "lookout");
+    page.fill_label("Client secret", "a client secret of the provider");
+    page.fill_label("E-mail domains", "Example.ORG");
+    choose(&page, "Role of new members", "viewer");
+    page.click_role("checkbox", "Require single sign-on");
+    page.click_role("button", "Save single sign-on");
+    page.wait_text("Single sign-on settings saved.");
+    page.wait_text("Saved and never shown. Leave empty to keep it.");
+    page.check_accessibility();
+    page.screenshot("settings-sso");
+
+    let api = ApiSession::sign_in(&server, OWNER);
+    let saved = api.get("/api/v1/orgs/me/sso");
+    assert_eq!(saved["oidc"]["issuer"], "http://127.0.0.1:9/realms/acme");
+    assert_eq!(saved["oidc"]["client_id"], "lookout");
+    assert_eq!(saved["domains"], json!(["example.org"]));
+    assert_eq!(saved["default_role"], "viewer");
+    assert_eq!(saved["required"], true);
+    assert!(
+        !saved
+            .to_string()
+            .contains("a client secret of the provider"),
+        "the secret is never answered: {saved}"
+    );
+
+    // Someone at that domain is sent to the provider; its failure comes back in words.
+    let visitor = Page::open(&server);
+    visitor.goto("/login");
+    visitor.click_role("button", "Use single sign-on (SSO)");
+    visitor.fill_label("Work e-mail", "someone@example.org");
+    visitor.click_role("button", "Continue with SSO");
+    visitor.wait(&Query::heading(2, "Single sign-on failed"));
+    visitor.wait_text("Your identity provider could not be reached.");
+    assert!(visitor.url().contains("sso_error="), "{}", visitor.url());
+    visitor.check_accessibility();
+
+    // An address at another domain is told single sign-on is not set up for it.
+    visitor.goto("/login");
+    visitor.click_role("button", "Use single sign-on (SSO)");
+    visitor.fill_label("Work e-mail", "someone@elsewhere.example");
+    visitor.click_role("button", "Continue with SSO");
+    visitor.wait_text("Single sign-on is not set up for that organisation or e-mail domain.");
 }

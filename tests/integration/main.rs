@@ -53,6 +53,7 @@ mod ingest_session_spans;
 mod ingest_support;
 mod lifecycle;
 mod lists;
+mod oidc_node;
 mod oidc_provider;
 mod packaging;
 mod receiver;

@@ -1,101 +1,16 @@
-//! OIDC sign-in end to end against the real `oidc-provider` npm package
-//! (`tests/fixtures/oidc-provider/`, pinned by its committed `package-lock.json`): the test
-//! installs it into `target/oidc-provider/` with `npm ci --offline-first` when needed, starts it
-//! on a loopback port, and walks its development sign-in and consent pages with a plain HTTP
+//! OIDC sign-in end to end against the real `oidc-provider` npm package (`oidc_node.rs`
+//! installs and starts it): the test walks its development sign-in and consent pages with a plain HTTP
 //! client and its own cookie jar, as a browser would, until Lookout's callback signs the person
 //! in.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
 
 use crate::auth_support::{add_user, server, set_cookie, sign_in};
 use crate::harness::{TestServer, http, text};
 use crate::http_basics::{Reply, send};
-
-const CLIENT_ID: &str = "lookout-e2e";
-const CLIENT_SECRET: &str = "an e2e client secret";
-
-/// The provider's files, installed under `target/` (npm only when the lockfile changed).
-fn installed_provider() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixture = root.join("tests/fixtures/oidc-provider");
-    let dir = root.join("target/oidc-provider");
-    std::fs::create_dir_all(&dir).expect("target/oidc-provider");
-    let lock = std::fs::read(fixture.join("package-lock.json")).expect("committed lockfile");
-    let installed_lock = std::fs::read(dir.join("package-lock.json")).ok();
-    let has_modules = dir.join("node_modules/oidc-provider/package.json").exists();
-    for file in ["package.json", "package-lock.json", "provider.mjs"] {
-        std::fs::copy(fixture.join(file), dir.join(file)).expect("copy provider file");
-    }
-    if has_modules && installed_lock.as_deref() == Some(lock.as_slice()) {
-        return dir;
-    }
-    let output = Command::new("npm")
-        .args([
-            "ci",
-            "--offline-first",
-            "--no-audit",
-            "--no-fund",
-            "--ignore-scripts",
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap_or_else(|err| {
-            panic!("this test needs npm (Node.js) on PATH to install oidc-provider: {err}")
-        });
-    assert!(
-        output.status.success(),
-        "npm ci of oidc-provider failed: {}{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    dir
-}
-
-/// The running provider; killed when dropped.
-struct NodeProvider {
-    child: Child,
-    issuer: String,
-}
-
-impl Drop for NodeProvider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_provider(redirect_uri: &str) -> NodeProvider {
-    let dir = installed_provider();
-    let mut child = Command::new("node")
-        .arg("provider.mjs")
-        .current_dir(&dir)
-        .env("CLIENT_ID", CLIENT_ID)
-        .env("CLIENT_SECRET", CLIENT_SECRET)
-        .env("REDIRECT_URI", redirect_uri)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|err| panic!("this test needs node on PATH: {err}"));
-    let stdout = child.stdout.take().expect("provider stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let issuer = loop {
-        let line = lines
-            .next()
-            .expect("the provider printed its address")
-            .expect("provider output");
-        if let Some(issuer) = line.strip_prefix("listening on ") {
-            break issuer.to_string();
-        }
-    };
-    // Keep reading, so a later line never meets a closed pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    NodeProvider { child, issuer }
-}
+use crate::oidc_node::{CLIENT_ID, CLIENT_SECRET, start_provider};
 
 /// Cookies of the provider, as a browser keeps them (one host, so every path gets them all).
 #[derive(Default)]

@@ -37,6 +37,7 @@ export const routes = [
   { path: "/settings/inbound-tokens", section: "settings", load: () => import("./webhooks/inbound.js") },
   { path: "/settings/ingest", section: "settings", load: () => import("./settings/ingest.js") },
   { path: "/settings/services", section: "settings", load: () => import("./settings/services.js") },
+  { path: "/settings/sso", section: "settings", load: () => import("./settings/sso.js") },
   { path: "/settings/scim", section: "settings", load: () => import("./settings/scim.js") },
   { path: "/settings/audit", section: "settings", load: () => import("./settings/audit.js") },
 ];

@@ -19,9 +19,10 @@ use utoipa_axum::routes;
 use super::attempt;
 use super::flow::{self, CallbackQuery};
 use crate::accounts::model::OrgId;
+use crate::accounts::model::Role;
 use crate::auth::{Auth, Caller};
 use crate::http::{ApiError, ClientAddr, ErrorCode, problems};
-use crate::sso::{Sso, SsoError, browser_answer, config_for, db, model};
+use crate::sso::{Landing, Sso, SsoError, browser_answer_to, config_for, db, model};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -42,6 +43,28 @@ pub struct StartQuery {
     /// `1` to link the identity to the signed-in account instead of signing in.
     #[serde(default)]
     pub link: Option<String>,
+    /// `1` for an owner's test sign-in: the provider's answer is checked and shown on the
+    /// settings page (`/settings/sso?sso_test=ok&email=…`); nobody signs in and nothing changes.
+    #[serde(default)]
+    pub test: Option<String>,
+}
+
+/// `1` → true; absent, empty or `0` → false; anything else refused.
+fn flag(value: Option<&str>, name: &str) -> Result<bool, SsoError> {
+    match value {
+        None | Some("0") | Some("") => Ok(false),
+        Some("1") => Ok(true),
+        Some(_) => Err(SsoError::InvalidParameter(format!("{name} must be 1 or 0"))),
+    }
+}
+
+/// Whether the request is a browser's navigation (it accepts HTML): refusals then land on a
+/// page that says why, instead of a problem document the person cannot act on.
+fn navigating(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"))
 }
 
 /// Starts an OIDC sign-in: 302 to the organisation's provider.
@@ -54,36 +77,74 @@ async fn start(
     State(sso): State<Sso>,
     Query(query): Query<StartQuery>,
     caller: Result<Caller, ApiError>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let org = OrgId::parse(&query.org)
-        .map_err(|_| SsoError::InvalidParameter("org must be an organisation id".to_string()))?;
-    let link_as = match query.link.as_deref() {
-        None | Some("0") | Some("") => None,
-        Some("1") => {
-            let caller = caller?;
-            if caller.org_id != org {
-                return Err(ApiError::new(
-                    ErrorCode::Forbidden,
-                    "link single sign-on while signed in to that organisation",
-                ));
-            }
-            Some(caller.user_id)
-        }
-        Some(_) => {
-            return Err(SsoError::InvalidParameter("link must be 1 or 0".to_string()).into());
-        }
+    let (link, test) = (
+        flag(query.link.as_deref(), "link"),
+        flag(query.test.as_deref(), "test"),
+    );
+    let landing = match (&link, &test) {
+        (_, Ok(true)) => Landing::Test,
+        (Ok(true), _) => Landing::Link,
+        _ => Landing::SignIn,
     };
-    let started = flow::start(&sso, org, link_as).await?;
-    let secure = sso.auth().settings().cookie_secure;
-    Ok((
-        StatusCode::FOUND,
-        [
-            (header::LOCATION, started.location),
-            (header::CACHE_CONTROL, "no-store".to_string()),
-        ],
-        [(header::SET_COOKIE, attempt::cookie(started.cookie, secure))],
-    )
-        .into_response())
+    let started = begin(&sso, &query.org, link?, test?, caller).await;
+    match started {
+        Ok(started) => {
+            let secure = sso.auth().settings().cookie_secure;
+            Ok((
+                StatusCode::FOUND,
+                [
+                    (header::LOCATION, started.location),
+                    (header::CACHE_CONTROL, "no-store".to_string()),
+                ],
+                [(header::SET_COOKIE, attempt::cookie(started.cookie, secure))],
+            )
+                .into_response())
+        }
+        Err(problem) if navigating(&headers) => {
+            tracing::info!(code = problem.code.as_str(), "sso start refused");
+            Ok((
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, landing.refused(problem.code.as_str()))],
+            )
+                .into_response())
+        }
+        Err(problem) => Err(problem),
+    }
+}
+
+/// The checks of a start and the attempt it makes: a link needs a session in `org`, a test
+/// an owner's session in `org`.
+async fn begin(
+    sso: &Sso,
+    org: &str,
+    link: bool,
+    test: bool,
+    caller: Result<Caller, ApiError>,
+) -> Result<flow::Started, ApiError> {
+    let org = OrgId::parse(org)
+        .map_err(|_| SsoError::InvalidParameter("org must be an organisation id".to_string()))?;
+    let mut link_as = None;
+    if link || test {
+        let caller = caller?;
+        if caller.org_id != org {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "link or test single sign-on while signed in to that organisation",
+            ));
+        }
+        if test && caller.role != Role::Owner {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "only owners test the organisation's single sign-on",
+            ));
+        }
+        if link && !test {
+            link_as = Some(caller.user_id);
+        }
+    }
+    Ok(flow::start(sso, org, link_as, test).await?)
 }
 
 /// The provider's redirect back: signs in, then 303 to the UI (or the sign-in page with
@@ -100,8 +161,13 @@ async fn callback(
     let cookie = jar
         .get(attempt::COOKIE)
         .map(|cookie| cookie.value().to_string());
+    let now = sso.auth().clock().now();
+    let landing = cookie
+        .as_deref()
+        .and_then(|value| attempt::Attempt::open(&sso.attempt_key(), value, now))
+        .map_or(Landing::SignIn, |attempt| attempt.landing());
     let result = flow::callback(&sso, query, cookie.as_deref(), client).await;
-    let mut response = browser_answer(&sso, result);
+    let mut response = browser_answer_to(&sso, result, landing);
     let secure = sso.auth().settings().cookie_secure;
     response
         .headers_mut()
@@ -111,7 +177,10 @@ async fn callback(
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct DiscoverQuery {
-    pub email: String,
+    /// An address at one of the organisation's domains.
+    pub email: Option<String>,
+    /// Or the organisation's id, when the sign-in page knows it (`/login?org=`).
+    pub org: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -121,7 +190,7 @@ pub struct DiscoverResponse {
     pub protocols: Vec<String>,
 }
 
-/// Which organisation signs in an e-mail address through SSO, and how.
+/// Which organisation signs in an e-mail address (or the organisation `org`) through SSO, and how.
 #[utoipa::path(get, path = "/api/v1/auth/sso/discover", tag = "sso", params(DiscoverQuery),
     responses((status = 200, body = DiscoverResponse),
         (status = 400, description = "invalid_email", body = crate::http::error::Problem, content_type = "application/problem+json"),
@@ -130,15 +199,25 @@ async fn discover(
     State(sso): State<Sso>,
     Query(query): Query<DiscoverQuery>,
 ) -> Result<Json<DiscoverResponse>, ApiError> {
-    let email = crate::accounts::model::normalize_email(&query.email)
-        .map_err(|_| ApiError::new(ErrorCode::InvalidEmail, "email must be an address"))?;
-    let domain = model::email_domain(&email)
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidEmail, "email must be an address"))?;
-    let org = sso
-        .store()
-        .read(move |txn| db::org_of_domain(txn, &domain))
-        .await?
-        .ok_or(SsoError::NotConfigured)?;
+    let org = match (query.org.as_deref(), query.email.as_deref()) {
+        (Some(org), _) => OrgId::parse(org).map_err(|_| {
+            SsoError::InvalidParameter("org must be an organisation id".to_string())
+        })?,
+        (None, Some(email)) => {
+            let email = crate::accounts::model::normalize_email(email)
+                .map_err(|_| ApiError::new(ErrorCode::InvalidEmail, "email must be an address"))?;
+            let domain = model::email_domain(&email).ok_or_else(|| {
+                ApiError::new(ErrorCode::InvalidEmail, "email must be an address")
+            })?;
+            sso.store()
+                .read(move |txn| db::org_of_domain(txn, &domain))
+                .await?
+                .ok_or(SsoError::NotConfigured)?
+        }
+        (None, None) => {
+            return Err(SsoError::InvalidParameter("send email or org".to_string()).into());
+        }
+    };
     // A free organisation's domains lead nowhere: the same answer as an unknown domain.
     let config = config_for(sso.store(), &org)
         .await

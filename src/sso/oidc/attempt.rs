@@ -17,6 +17,7 @@ use sha2::Sha256;
 
 use crate::accounts::model::{OrgId, UserId};
 use crate::clock::Timestamp;
+use crate::sso::Landing;
 
 /// The attempt cookie's name.
 pub const COOKIE: &str = "lookout_sso";
@@ -35,6 +36,9 @@ pub struct Attempt {
     pub pkce_verifier: String,
     /// The signed-in account to link the identity to (`link=1`).
     pub link_as: Option<UserId>,
+    /// An owner's test sign-in (`test=1`): the answer is checked and shown, nobody signs in.
+    #[serde(default)]
+    pub test: bool,
     pub expires_at: i64,
 }
 
@@ -48,7 +52,17 @@ impl Attempt {
             // 43 base64url characters: RFC 7636's shortest verifier, from 32 random bytes.
             pkce_verifier: crate::secrets::random_token(),
             link_as,
+            test: false,
             expires_at: now.unix_millis() + TTL_SECONDS * 1000,
+        }
+    }
+
+    /// Where the browser lands after this attempt.
+    pub fn landing(&self) -> Landing {
+        match (self.test, &self.link_as) {
+            (true, _) => Landing::Test,
+            (false, Some(_)) => Landing::Link,
+            (false, None) => Landing::SignIn,
         }
     }
 

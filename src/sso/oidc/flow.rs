@@ -46,11 +46,20 @@ pub struct Started {
     pub cookie: String,
 }
 
-/// Starts a sign-in to `org` (linking to `link_as` when set).
-pub async fn start(sso: &Sso, org: OrgId, link_as: Option<UserId>) -> Result<Started, SsoError> {
+/// Starts a sign-in to `org` (linking to `link_as` when set; only checking the provider's
+/// answer when `test`).
+pub async fn start(
+    sso: &Sso,
+    org: OrgId,
+    link_as: Option<UserId>,
+    test: bool,
+) -> Result<Started, SsoError> {
     let settings = settings(sso, &org).await?;
     let discovery = sso.providers().discovery(&settings.issuer).await?;
-    let attempt = Attempt::new(org, link_as, sso.auth().clock().now());
+    let attempt = Attempt {
+        test,
+        ..Attempt::new(org, link_as, sso.auth().clock().now())
+    };
     let mut location = url::Url::parse(&discovery.authorization_endpoint)
         .map_err(|err| SsoError::Provider(format!("authorization endpoint: {err}")))?;
     location
@@ -136,6 +145,12 @@ pub async fn callback(
     }
     let email = crate::accounts::model::normalize_email(claims.email.as_deref().unwrap_or(""))
         .map_err(|_| SsoError::EmailUnverified)?;
+    if attempt.test {
+        return Ok(Finished::Tested {
+            email,
+            mfa: claims.mfa(),
+        });
+    }
     let asserted = Asserted {
         org: attempt.org,
         issuer: settings.issuer,

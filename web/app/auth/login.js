@@ -37,6 +37,7 @@ export function signInProblem(problem) {
   if (problem.status === 423) problem.detail = lockedMessage(problem);
   else if (problem.code === "invalid_credentials") problem.detail = "The e-mail or password is not right.";
   else if (problem.code === "invalid_code") problem.detail = "That code is not right, or was already used. Enter the current code from your app, or an unused recovery code.";
+  else if (problem.code === "sso_required") problem.detail = ssoErrorText("sso_required");
   else if (problem.code === "invalid_email") problem.detail = "Enter an e-mail address, like name@example.com.";
   return problem;
 }
@@ -78,7 +79,7 @@ export function SecondFactorStep({ loginToken, done, restart, nested = false }) 
   const form = useSubmit(async () => {
     try {
       done(await api("/api/v1/auth/2fa/complete", {
-        method: "POST", body: { code: code.trim(), login_token: loginToken }, anonymous: true,
+        method: "POST", body: { code: code.trim(), login_token: loginToken || undefined }, anonymous: true,
       }));
     } catch (problem) {
       // An expired or used login token cannot take another code: back to the password.
@@ -100,22 +101,73 @@ export function SecondFactorStep({ loginToken, done, restart, nested = false }) 
   </form>`;
 }
 
+/** Why a single sign-on came back refused (`?sso_error=`), in words. */
+const SSO_ERRORS = {
+  sso_not_configured: "Single sign-on is not set up for that organisation or e-mail domain. Sign in with your password.",
+  plan_required: "Single sign-on needs the organisation's Enterprise plan.",
+  sso_email_unverified: "Your identity provider did not vouch for your e-mail address, so you were not signed in.",
+  sso_account_exists: "An account with this e-mail already exists. Sign in with its password, then link single sign-on from your profile.",
+  sso_linked_elsewhere: "This identity is already linked to another Lookout account.",
+  sso_account_disabled: "This account was deactivated in the organisation. Ask an owner to restore it.",
+  sso_state_invalid: "This sign-in took too long or was started in another browser. Start again.",
+  sso_replayed: "That answer from your identity provider was already used. Start again.",
+  sso_provider_unavailable: "Your identity provider could not be reached. Try again in a moment.",
+  sso_required: "This organisation signs in through its identity provider: choose \"Use single sign-on (SSO)\" below.",
+};
+export const ssoErrorText = (code) => SSO_ERRORS[code] || "Single sign-on did not complete: the identity provider's answer was refused. Try again, or ask an owner to check the settings.";
+
+/** "Use single sign-on": the work e-mail's domain (or `?org=`) finds the organisation's identity provider. */
+function SsoStep({ org }) {
+  const [open, setOpen] = useState(false);
+  const [email, setEmail] = useState("");
+  const form = useSubmit(async () => {
+    const query = org ? { org } : { email: email.trim() };
+    let found;
+    try {
+      found = await api("/api/v1/auth/sso/discover", { query, anonymous: true });
+    } catch (problem) {
+      if (problem.status === 404 || problem.status === 403) problem.detail = ssoErrorText(problem.code || "sso_not_configured");
+      throw problem;
+    }
+    const protocol = (found.protocols || []).includes("oidc") ? "oidc" : "saml";
+    window.location.assign(`/api/v1/auth/sso/${protocol}/start?org=${encodeURIComponent(found.org_id)}`);
+  });
+  // With `?org=` the organisation is known: the button goes straight to its provider.
+  if (!open || org) {
+    return html`<div class="sso-choice">
+      <${ErrorSummary} problem=${form.problem} title="Single sign-on unavailable" />
+      <p><button type="button" disabled=${form.busy} onClick=${() => (org ? form.submit() : setOpen(true))}>Use single sign-on (SSO)</button></p>
+    </div>`;
+  }
+  return html`<form onSubmit=${form.submit} novalidate class="sso-choice">
+    <h2>Single sign-on</h2>
+    <${ErrorSummary} problem=${form.problem} title="Single sign-on unavailable" />
+    <${Field} label="Work e-mail" type="email" autocomplete="username" required value=${email} onInput=${setEmail}
+      help="You are sent to your organisation's identity provider." />
+    <button type="submit" disabled=${form.busy}>${form.busy ? "Finding your provider…" : "Continue with SSO"}</button>
+  </form>`;
+}
+
 export default function LoginPage({ query }) {
   useTitle("Sign in");
-  const [loginToken, setLoginToken] = useState(null);
+  // After single sign-on, `?two_factor=1`: the login token is in the `lookout_login` cookie.
+  const [loginToken, setLoginToken] = useState(query.get("two_factor") ? "" : null);
   const [restartProblem, setRestartProblem] = useState(null);
   const target = nextPage(query);
   useEffect(() => { if (me.value) navigate(target, { replace: true }); }, [me.value]);
   const done = (answer) => { signedIn(answer); navigate(target, { replace: true }); };
   const restart = (problem) => { setRestartProblem(problem); setLoginToken(null); };
-  if (loginToken) {
+  if (loginToken !== null) {
     return html`<${SecondFactorStep} loginToken=${loginToken} done=${done} restart=${restart} />`;
   }
   const reason = REASONS[query.get("reason")];
+  const ssoError = query.get("sso_error");
   return html`<div>
     ${reason && html`<p class="notice" role="status">${reason}</p>`}
+    ${ssoError && html`<div class="error-summary" role="alert"><h2>Single sign-on failed</h2><p>${ssoErrorText(ssoError)}</p></div>`}
     ${!reason && target !== "/" && html`<p class="notice" role="status">Sign in to continue to the page you opened.</p>`}
     <${PasswordStep} org=${query.get("org")} onTwoFactor=${(token) => { setRestartProblem(null); setLoginToken(token); }}
       done=${done} problem=${restartProblem} />
+    <${SsoStep} org=${query.get("org")} />
   </div>`;
 }

@@ -7,6 +7,7 @@ import { api } from "../api.js";
 import { me, signOut, signedOut } from "../session.js";
 import { Field, ErrorSummary, ActionButton, useSubmit } from "../components/form.js";
 import { PageHeader, Facts, Panel } from "../components/page.js";
+import { ssoErrorText } from "./login.js";
 import { toast } from "../components/toast.js";
 import { TwoFactorEnrolment } from "./two_factor.js";
 
@@ -90,7 +91,20 @@ function Sessions() {
   </div>`;
 }
 
-export default function ProfilePage() {
+/**
+ * On the Enterprise plan: link this account to the organisation's identity provider, so that
+ * "Use single sign-on" signs in to it (an account with a password is never taken over otherwise).
+ */
+function SingleSignOn({ org }) {
+  const start = `/api/v1/auth/sso/oidc/start?org=${encodeURIComponent(org.id)}&link=1`;
+  return html`<div>
+    <p>Link your account to ${org.name}'s identity provider (OpenID Connect): from then on, single sign-on
+      signs you in here. Your password keeps working unless the organisation requires single sign-on.</p>
+    <a class="button" href=${start}>Link single sign-on</a>
+  </div>`;
+}
+
+export default function ProfilePage({ query }) {
   const person = me.value;
   const mustEnrol = person.org.two_factor_required && !person.user.two_factor_enabled;
   return html`<div class="narrow">
@@ -104,6 +118,11 @@ export default function ProfilePage() {
     ${mustEnrol && html`<p class="notice" role="status">${person.org.name} requires two-factor authentication. Set it up below to use Lookout.</p>`}
     <${Panel} title="Two-factor authentication"><${TwoFactor} /><//>
     <${Panel} title="Password"><${ChangePassword} /><//>
+    ${person.org.plan === "enterprise" && html`<${Panel} title="Single sign-on">
+      ${query && query.get("sso") === "linked" && html`<p class="notice" role="status">Single sign-on is linked to your account.</p>`}
+      ${query && query.get("sso_error") && html`<div class="error-summary" role="alert"><h2>Single sign-on was not linked</h2>
+        <p>${ssoErrorText(query.get("sso_error"))}</p></div>`}
+      <${SingleSignOn} org=${person.org} /><//>`}
     <${Panel} title="Sign out"><${Sessions} /><//>
   </div>`;
 }

@@ -10,6 +10,7 @@ export const SECTIONS = [
   { key: "inbound-tokens", href: "/settings/inbound-tokens", label: "Inbound tokens" },
   { key: "ingest", href: "/settings/ingest", label: "Ingest" },
   { key: "services", href: "/settings/services", label: "Services" },
+  { key: "sso", href: "/settings/sso", label: "Single sign-on" },
   { key: "scim", href: "/settings/scim", label: "SCIM" },
   { key: "audit", href: "/settings/audit", label: "Audit log" },
 ];
