@@ -179,6 +179,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::scim::api::routes())
         .merge(crate::sso::api_config::routes())
         .merge(crate::sso::oidc::api::routes())
+        .merge(crate::sso::saml::routes())
         .split_for_parts()
 }
 

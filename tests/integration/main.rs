@@ -58,6 +58,7 @@ mod settings_api;
 mod setup;
 mod sso_oidc;
 mod sso_oidc_provider;
+mod sso_saml;
 mod tidy;
 mod ui_serving;
 mod unauth_bounds;
