@@ -180,6 +180,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(crate::sso::api_config::routes())
         .merge(crate::sso::oidc::api::routes())
         .merge(crate::compat::api::routes())
+        .merge(crate::sso::saml::routes())
         .split_for_parts()
 }
 

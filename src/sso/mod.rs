@@ -22,6 +22,7 @@ mod fetch;
 pub mod finish;
 pub mod model;
 pub mod oidc;
+pub mod saml;
 
 use std::sync::Arc;
 
@@ -169,5 +170,26 @@ pub async fn config_for(store: &Store, org: &OrgId) -> Result<SsoConfig, SsoErro
         None => Err(SsoError::NotConfigured),
         Some(org) if org.plan != Plan::Enterprise => Err(SsoError::PlanRequired),
         Some(_) => config.ok_or(SsoError::NotConfigured),
+    }
+}
+
+/// Records a one-time value by its digest (an ID token's nonce, a SAML assertion id) as used
+/// until `until`, in the bounded table of used values; a second use is `Replayed`.
+pub(crate) async fn use_once(
+    sso: &Sso,
+    digest: String,
+    until: crate::clock::Timestamp,
+) -> Result<(), SsoError> {
+    let now = sso.auth().clock().now();
+    let outcome = sso
+        .store()
+        .write(move |txn| db::use_nonce(txn, &digest, until, now))
+        .await?;
+    match outcome {
+        db::NonceOutcome::Fresh => Ok(()),
+        db::NonceOutcome::Replayed => Err(SsoError::Replayed),
+        db::NonceOutcome::Full => Err(SsoError::Provider(
+            "too many sign-ins in flight; try again shortly".to_string(),
+        )),
     }
 }

@@ -166,8 +166,8 @@ fn is_dns_name(name: &str) -> bool {
         })
 }
 
-/// SAML metadata kept as given: at most `MAX_SAML_METADATA_BYTES`, and it must contain an
-/// `EntityDescriptor` element (parsing it is the SAML sign-in's part).
+/// SAML metadata kept as given: at most `MAX_SAML_METADATA_BYTES`, and a document
+/// `saml::IdpMetadata::parse` reads (an entity id, a sign-on endpoint, a signing certificate).
 pub fn valid_saml_metadata(xml: &str) -> Result<String, ConfigRefusal> {
     if xml.len() > MAX_SAML_METADATA_BYTES {
         return Err(ConfigRefusal::SamlMetadata(format!(
@@ -182,6 +182,8 @@ pub fn valid_saml_metadata(xml: &str) -> Result<String, ConfigRefusal> {
             "SAML metadata must be an XML document with an EntityDescriptor".to_string(),
         ));
     }
+    super::saml::IdpMetadata::parse(xml)
+        .map_err(|error| ConfigRefusal::SamlMetadata(error.to_string()))?;
     Ok(xml.to_string())
 }
 
@@ -259,7 +261,7 @@ mod tests {
     fn roles_and_metadata() {
         assert!(valid_default_role(Role::Owner).is_err());
         assert_eq!(valid_default_role(Role::Viewer).unwrap(), Role::Viewer);
-        assert!(valid_saml_metadata("<md:EntityDescriptor/>").is_ok());
+        assert!(valid_saml_metadata("<md:EntityDescriptor/>").is_err());
         assert!(valid_saml_metadata("hello").is_err());
         let big = format!("<EntityDescriptor>{}", "x".repeat(MAX_SAML_METADATA_BYTES));
         assert!(valid_saml_metadata(&big).is_err());

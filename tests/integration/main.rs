@@ -65,6 +65,7 @@ mod setup;
 mod sso_metadata;
 mod sso_oidc;
 mod sso_oidc_provider;
+mod sso_saml;
 mod tidy;
 mod ui_serving;
 mod unauth_bounds;

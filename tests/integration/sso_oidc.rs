@@ -15,7 +15,7 @@ use crate::harness::{TestServer, http, text};
 use crate::http_basics::{Reply, send};
 use crate::oidc_provider::{Behaviour, CLIENT_ID, CLIENT_SECRET, Provider};
 
-fn set_plan(server: &TestServer, org: &str, plan: &str) {
+pub(crate) fn set_plan(server: &TestServer, org: &str, plan: &str) {
     let output = server.cli(&["org", "set-plan", org, plan], "");
     assert!(
         output.status.success(),

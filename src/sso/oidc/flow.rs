@@ -15,7 +15,7 @@ use super::attempt::Attempt;
 use super::id_token;
 use crate::accounts::model::{OrgId, UserId};
 use crate::sso::model::OidcSettings;
-use crate::sso::{Asserted, Finished, Protocol, Sso, SsoError, config_for, db};
+use crate::sso::{Asserted, Finished, Protocol, Sso, SsoError, config_for};
 
 /// The scopes asked for.
 pub const SCOPES: &str = "openid email profile";
@@ -209,19 +209,8 @@ async fn exchange(
 /// Records the nonce as used until the token expires; a second use is `Replayed`.
 async fn use_nonce(sso: &Sso, nonce: &str, exp: i64) -> Result<(), SsoError> {
     let digest = crate::secrets::digest_hex(nonce);
-    let now = sso.auth().clock().now();
     // Kept past the expiry by the leeway a late token would still be accepted with.
     let leeway_ms = i64::try_from(id_token::LEEWAY_SECONDS).unwrap_or(60) * 1000;
     let until = crate::clock::Timestamp::from_unix_millis(exp.saturating_mul(1000) + leeway_ms);
-    let outcome = sso
-        .store()
-        .write(move |txn| db::use_nonce(txn, &digest, until, now))
-        .await?;
-    match outcome {
-        db::NonceOutcome::Fresh => Ok(()),
-        db::NonceOutcome::Replayed => Err(SsoError::Replayed),
-        db::NonceOutcome::Full => Err(SsoError::Provider(
-            "too many sign-ins in flight; try again shortly".to_string(),
-        )),
-    }
+    crate::sso::use_once(sso, digest, until).await
 }
