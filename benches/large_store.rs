@@ -58,7 +58,7 @@ const SEARCHES: [(&str, &str); 5] = [
     ("a message word", "timeout"),
     ("a tag", "tag.plan:enterprise"),
     ("a release", "release:1.0.7"),
-    ("a stack term", "stack:computeTotals7"),
+    ("a stack term", "stack:computeTotals5"),
     (
         "a combination",
         "timeout AND release:1.0.7 AND tag.plan:pro",
