@@ -18,8 +18,6 @@
 
 mod support;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -28,7 +26,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use support::{api_key, cpu_seconds, env_number, sign_in_owner, start_server, status_kib};
+use support::{
+    api_key, cpu_seconds, disk_bytes, env_number, sign_in_owner, start_server, status_kib,
+};
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
 const EVENTS_PER_BATCH: usize = 100;
@@ -251,24 +251,6 @@ fn accepted_count(body: &[u8]) -> u64 {
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
     f64::from(sorted[index]) / 1000.0
-}
-
-/// Bytes of the file at `path`, or of the files under it, recursively: their apparent size
-/// (redb grows its file in large steps ahead of use) and the disk blocks allocated to them.
-fn disk_bytes(path: &Path) -> (u64, u64) {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return (0, 0);
-    };
-    if !meta.is_dir() {
-        return (meta.len(), meta.blocks() * 512);
-    }
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return (0, 0);
-    };
-    entries
-        .flatten()
-        .map(|entry| disk_bytes(&entry.path()))
-        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
 }
 
 /// CPU seconds, user and system together.

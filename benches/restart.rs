@@ -7,11 +7,10 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Process, env_number, sign_in_owner, start_server};
+use support::{env_number, health, metric, sign_in_owner, start_until_healthy as start, stop};
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
 const PER_REQUEST: usize = 5_000;
@@ -54,50 +53,11 @@ fn ingest(base: &str, first: usize, count: usize) {
     assert_eq!(reply.status().as_u16(), 202, "ingest");
 }
 
-fn health(base: &str) -> Option<Value> {
-    reqwest::blocking::get(format!("{base}/healthz"))
-        .ok()?
-        .json()
-        .ok()
-}
-
-/// Starts the server and waits for `/healthz`: the server and the time it took.
-fn start(data_dir: &Path) -> (Process, String, Duration) {
-    let began = Instant::now();
-    let (server, addr) = start_server(data_dir, &env());
-    let base = format!("http://{addr}");
-    while health(&base).is_none() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    (server, base, began.elapsed())
-}
-
-fn stop(mut server: Process) {
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
-    let _ = server.0.wait();
-}
-
-fn metric(base: &str, name: &str) -> f64 {
-    let text = reqwest::blocking::get(format!("{base}/metrics"))
-        .and_then(|r| r.text())
-        .unwrap_or_default();
-    text.lines()
-        .find_map(|line| {
-            line.strip_prefix(name)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(f64::NAN)
-}
-
 fn main() {
     let events = env_number("LOOKOUT_BENCH_EVENTS", 100_000) as usize;
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
-    let (server, base, _) = start(&data_dir);
+    let (server, base, _) = start(&data_dir, &env());
     sign_in_owner(&data_dir, &base);
     let filling = Instant::now();
     for first in (0..events).step_by(PER_REQUEST) {
@@ -110,7 +70,7 @@ fn main() {
     stop(server);
 
     for round in 1..=3 {
-        let (server, base, took) = start(&data_dir);
+        let (server, base, took) = start(&data_dir, &env());
         let indexed = metric(&base, "lookout_search_catch_up_events_total");
         println!(
             "clean stop, start {round}: /healthz in {} ms, events indexed again {indexed}",
@@ -119,10 +79,10 @@ fn main() {
         stop(server);
     }
 
-    let (server, base, _) = start(&data_dir);
+    let (server, base, _) = start(&data_dir, &env());
     ingest(&base, events, 1_000);
     drop(server); // kill -9: Process kills on drop
-    let (server, base, took) = start(&data_dir);
+    let (server, base, took) = start(&data_dir, &env());
     let during = health(&base).unwrap_or_default();
     let catching = Instant::now();
     while health(&base).is_some_and(|body| body.get("search").is_some()) {

@@ -152,3 +152,63 @@ pub fn cpu_seconds(pid: &str) -> (f64, f64) {
     // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name and state.
     (seconds(11), seconds(12))
 }
+
+/// `/healthz`'s body, once the server answers it.
+pub fn health(base: &str) -> Option<Value> {
+    reqwest::blocking::get(format!("{base}/healthz"))
+        .ok()?
+        .json()
+        .ok()
+}
+
+/// Starts the server and waits for `/healthz`: the server, its base URL and the time it took.
+pub fn start_until_healthy(
+    data_dir: &Path,
+    env: &[(&str, &str)],
+) -> (Process, String, std::time::Duration) {
+    let began = std::time::Instant::now();
+    let (server, addr) = start_server(data_dir, env);
+    let base = format!("http://{addr}");
+    while health(&base).is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    (server, base, began.elapsed())
+}
+
+/// A clean stop: SIGTERM, then wait for the exit.
+pub fn stop(mut server: Process) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let _ = server.0.wait();
+}
+
+/// One value of `/metrics` (NaN when absent).
+pub fn metric(base: &str, name: &str) -> f64 {
+    let text = reqwest::blocking::get(format!("{base}/metrics"))
+        .and_then(|r| r.text())
+        .unwrap_or_default();
+    let value = text
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .find_map(|(key, value)| (key == name).then(|| value.trim().parse().ok())?);
+    value.unwrap_or(f64::NAN)
+}
+
+/// Bytes of the file at `path`, or of the files under it, recursively: their apparent size
+/// (redb grows its file in large steps ahead of use) and the disk blocks allocated to them.
+pub fn disk_bytes(path: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return (0, 0);
+    };
+    if !meta.is_dir() {
+        return (meta.len(), meta.blocks() * 512);
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return (0, 0);
+    };
+    entries
+        .flatten()
+        .map(|entry| disk_bytes(&entry.path()))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}

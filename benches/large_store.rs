@@ -1,0 +1,333 @@
+//! Cost against the size of the store: a store of 1 M (or 10 M) error events built through the
+//! normal ingest path of the release `lookout serve`, then on it: search p50/p99 (a message
+//! word, a tag, a release, a stack term, a combination), cold start to `/healthz` 200 after a
+//! clean stop and after `kill -9`, and a retention sweep of every stored event while ingest goes
+//! on at half the rate the store was filled at (request p99 before and during the sweep).
+//!
+//! Run: `cargo bench --bench large_store`. It checks the free disk first: 10 M events only when
+//! more than three times their estimated size is free, else 1 M, and says which it chose.
+//! LOOKOUT_BENCH_EVENTS forces a count (still checked against the disk); LOOKOUT_BENCH_RUNS sets
+//! the runs per search (100); LOOKOUT_BENCH_SECONDS the seconds of ingest before the sweep (20).
+//! The store lives in a temporary directory, deleted at the end.
+
+mod support;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{
+    api_key, disk_bytes, env_number, health, metric, sign_in_owner, start_until_healthy, stop,
+};
+
+const INGEST_KEY: &str = "bench-ingest-key-000000000001";
+/// Estimated disk per stored event (store and index, with a margin) for the free-space check.
+const BYTES_PER_EVENT: u64 = 3_000;
+const PER_FILL_REQUEST: usize = 2_000;
+const FILL_CLIENTS: usize = 4;
+const PER_PACED_REQUEST: usize = 100;
+const WORDS: [&str; 16] = [
+    "timeout",
+    "refused",
+    "detached",
+    "overflow",
+    "undefined",
+    "denied",
+    "expired",
+    "aborted",
+    "stale",
+    "missing",
+    "corrupt",
+    "throttled",
+    "invalid",
+    "closed",
+    "busy",
+    "unreachable",
+];
+const PLANS: [&str; 3] = ["free", "pro", "enterprise"];
+const FUNCTIONS: [&str; 5] = [
+    "computeTotals",
+    "renderRow",
+    "applyDiscount",
+    "loadItems",
+    "validateForm",
+];
+const SEARCHES: [(&str, &str); 5] = [
+    ("a message word", "timeout"),
+    ("a tag", "tag.plan:enterprise"),
+    ("a release", "release:1.0.7"),
+    ("a stack term", "stack:computeTotals5"),
+    (
+        "a combination",
+        "timeout AND release:1.0.7 AND tag.plan:pro",
+    ),
+];
+const RETENTION_OFFSET_SECONDS: &str = "2764800"; // 32 days: every stored event is expired
+
+fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env = vec![
+        ("WEB_INGEST_KEY", INGEST_KEY),
+        ("WEB_INGEST_RATE_PER_MIN", "1000000000"),
+        ("WEB_INGEST_MAX_EVENTS", "10000"),
+        ("WEB_INGEST_MAX_BODY_BYTES", "16777216"),
+    ];
+    env.extend_from_slice(extra);
+    env
+}
+
+/// Event `n`: one of 50 groups (a 15-frame stack naming the group's functions), a message word
+/// out of 16, a release out of 10, a plan tag out of 3; about 1.6 KB.
+fn event(n: usize) -> Value {
+    let group = n % 50;
+    let function = FUNCTIONS[group % FUNCTIONS.len()];
+    let word = WORDS[(n / 7) % WORDS.len()];
+    let stack: String = std::iter::once(format!("TypeError: {word} in step {group}"))
+        .chain((0..15).map(|frame| {
+            format!(
+                "    at {function}{group}_{frame} (https://shop.example.com/assets/app.js:{}:{})",
+                frame + 1,
+                10 + frame
+            )
+        }))
+        .collect::<Vec<_>>()
+        .join("\n");
+    json!({"level": "error", "name": "TypeError", "message": format!("{word} in step {group} n{n}"),
+           "url": "https://shop.example.com/checkout", "release": format!("1.0.{}", (n / 3) % 10),
+           "session_id": format!("s-{}", n / 20), "user_id": format!("u-{}", n % 5_000),
+           "tags": {"plan": PLANS[(n / 11) % PLANS.len()], "locale": "en-GB"},
+           "stack": stack})
+}
+
+fn ingest(client: &reqwest::blocking::Client, base: &str, first: usize, count: usize) {
+    let events: Vec<Value> = (first..first + count).map(event).collect();
+    let reply = client
+        .post(format!("{base}/ingest/web-errors"))
+        .header("x-lookout-key", INGEST_KEY)
+        .json(&json!({ "events": events }))
+        .timeout(Duration::from_secs(300))
+        .send()
+        .expect("ingest");
+    assert_eq!(reply.status().as_u16(), 202, "ingest");
+}
+
+/// 10 M when the disk has room for three times that, else 1 M (or LOOKOUT_BENCH_EVENTS).
+fn choose_events(dir: &Path) -> usize {
+    let output = std::process::Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(dir)
+        .output()
+        .expect("df");
+    let free: u64 = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|line| line.trim().parse().ok())
+        .expect("df's free bytes");
+    let room = |events: u64| free > 3 * events * BYTES_PER_EVENT;
+    let forced = env_number("LOOKOUT_BENCH_EVENTS", 0);
+    let chosen = if forced > 0 {
+        assert!(
+            room(forced),
+            "{forced} events need 3 × {forced} × {BYTES_PER_EVENT} B free"
+        );
+        forced
+    } else if room(10_000_000) {
+        10_000_000
+    } else {
+        assert!(
+            room(1_000_000),
+            "not even 1 M events fit three times in {free} B free"
+        );
+        1_000_000
+    };
+    println!(
+        "free disk {:.1} GB: building {chosen} events (needs ~{:.1} GB)",
+        free as f64 / 1e9,
+        (chosen as u64 * BYTES_PER_EVENT) as f64 / 1e9
+    );
+    chosen as usize
+}
+
+/// Fills the store with `events` events from `FILL_CLIENTS` clients; returns events/s.
+fn fill(base: &str, events: usize) -> f64 {
+    let next = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let clients: Vec<_> = (0..FILL_CLIENTS)
+        .map(|_| {
+            let (next, base) = (next.clone(), base.to_string());
+            std::thread::spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                loop {
+                    let first = next.fetch_add(PER_FILL_REQUEST, Ordering::Relaxed);
+                    if first >= events {
+                        break;
+                    }
+                    ingest(&client, &base, first, PER_FILL_REQUEST.min(events - first));
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    println!("stored {events} events in {seconds:.1} s");
+    events as f64 / seconds
+}
+
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    sorted[((sorted.len() as f64 * fraction) as usize).min(sorted.len() - 1)]
+}
+
+fn search(base: &str, key: &str, query: &str) -> (f64, u64) {
+    let began = Instant::now();
+    let reply = reqwest::blocking::Client::new()
+        .get(format!("{base}/api/v1/errors"))
+        .query(&[("q", query), ("limit", "50")])
+        .bearer_auth(key)
+        .send()
+        .expect("search");
+    assert_eq!(reply.status().as_u16(), 200, "search {query}");
+    let body: Value = reply.json().unwrap();
+    let took = began.elapsed().as_secs_f64() * 1e3;
+    (took, body["items"].as_array().map_or(0, Vec::len) as u64)
+}
+
+fn searches(base: &str, key: &str) {
+    let runs = env_number("LOOKOUT_BENCH_RUNS", 100) as usize;
+    for (what, query) in SEARCHES {
+        let mut times = Vec::with_capacity(runs);
+        let mut found = 0;
+        for _ in 0..runs {
+            let (took, items) = search(base, key, query);
+            times.push(took);
+            found = items;
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "search {what} (`{query}`, limit 50): p50 {:.1} ms, p99 {:.1} ms over {runs} runs, {found} items",
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+        );
+    }
+}
+
+/// Waits until a search finds the last event stored (the index caught up with the fill).
+fn wait_for_index(base: &str, key: &str, last: usize) {
+    let query = format!("message:n{last}");
+    while search(base, key, &query).1 == 0 {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Ingests `PER_PACED_REQUEST`-event requests at `rate` events/s until `done` says so; returns
+/// the request latencies in ms.
+fn paced(base: &str, first: usize, rate: f64, done: impl Fn() -> bool + Sync) -> Vec<f64> {
+    let interval = Duration::from_secs_f64(PER_PACED_REQUEST as f64 / rate);
+    let (next, began) = (AtomicUsize::new(0), Instant::now());
+    let latencies = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                let client = reqwest::blocking::Client::new();
+                while !done() {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let due = began + interval * k as u32;
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    let sent = Instant::now();
+                    ingest(
+                        &client,
+                        base,
+                        first + k * PER_PACED_REQUEST,
+                        PER_PACED_REQUEST,
+                    );
+                    let took = sent.elapsed().as_secs_f64() * 1e3;
+                    latencies.lock().unwrap().push(took);
+                }
+            });
+        }
+    });
+    let mut latencies = latencies.into_inner().unwrap();
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+fn report(phase: &str, latencies: &[f64], seconds: f64) {
+    if latencies.is_empty() {
+        println!("ingest {phase}: no request finished in {seconds:.1} s");
+        return;
+    }
+    println!(
+        "ingest {phase}: {} requests of {PER_PACED_REQUEST} in {seconds:.1} s, p50 {:.1} ms, p99 {:.1} ms",
+        latencies.len(),
+        percentile(latencies, 0.5),
+        percentile(latencies, 0.99),
+    );
+}
+
+fn main() {
+    let temp = tempfile::tempdir().unwrap();
+    let events = choose_events(temp.path());
+    let data_dir = temp.path().join("data");
+    let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
+    let session = sign_in_owner(&data_dir, &base);
+    let key = api_key(&base, &session);
+    let fill_rate = fill(&base, events);
+    wait_for_index(&base, &key, events - 1);
+    let (apparent, allocated) = disk_bytes(&data_dir);
+    println!(
+        "data dir {:.2} GB allocated ({:.2} GB apparent): {} B per event (store and index)",
+        allocated as f64 / 1e9,
+        apparent as f64 / 1e9,
+        allocated / events as u64
+    );
+    searches(&base, &key);
+    stop(server);
+
+    for round in 1..=3 {
+        let (server, base, took) = start_until_healthy(&data_dir, &env(&[]));
+        let indexed = metric(&base, "lookout_search_catch_up_events_total");
+        println!(
+            "clean stop, start {round}: /healthz in {} ms, events indexed again {indexed}",
+            took.as_millis()
+        );
+        stop(server);
+    }
+    let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
+    ingest(&reqwest::blocking::Client::new(), &base, events, 1_000);
+    drop(server); // kill -9: Process kills on drop
+    let (server, base, took) = start_until_healthy(&data_dir, &env(&[]));
+    println!(
+        "kill -9: /healthz in {} ms ({})",
+        took.as_millis(),
+        health(&base).unwrap_or_default()
+    );
+
+    // Retention: ingest at half the fill rate, then the same with every stored event expired.
+    let rate = fill_rate / 2.0;
+    let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
+    let began = Instant::now();
+    let first = events + 1_000;
+    let before = paced(&base, first, rate, || {
+        began.elapsed().as_secs_f64() > seconds
+    });
+    report(&format!("at {rate:.0} events/s before"), &before, seconds);
+    stop(server);
+    let expired = &[("LOOKOUT_CLOCK_OFFSET_SECONDS", RETENTION_OFFSET_SECONDS)];
+    let (server, base, _) = start_until_healthy(&data_dir, &env(expired));
+    let began = Instant::now();
+    let stored = (first + before.len() * PER_PACED_REQUEST) as f64;
+    let swept = || metric(&base, "lookout_ingest_retention_deleted_total") >= stored;
+    let first = first + before.len() * PER_PACED_REQUEST;
+    let during = paced(&base, first, rate, || {
+        swept() || began.elapsed() > Duration::from_secs(1_800)
+    });
+    let took = began.elapsed().as_secs_f64();
+    report("during the sweep", &during, took);
+    println!(
+        "retention sweep: {} events deleted in {took:.1} s",
+        metric(&base, "lookout_ingest_retention_deleted_total")
+    );
+    drop(server);
+}
