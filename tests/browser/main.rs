@@ -17,6 +17,8 @@ mod experiments;
 mod harness_checks;
 mod identity;
 mod links;
+#[path = "../integration/oidc_node.rs"]
+mod oidc_node;
 mod overview;
 mod page;
 mod peers;
