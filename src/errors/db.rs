@@ -232,3 +232,7 @@ fn corrupt(detail: &str) -> StoreError {
         detail: detail.to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "db_tests.rs"]
+mod tests;
