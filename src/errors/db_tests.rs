@@ -6,13 +6,16 @@ use serde_json::json;
 
 use super::*;
 use crate::store::migrations::scratch_database;
+// Marked so the arrow check (tests/integration/tidy.rs) reads it as test-only, as it is.
+#[cfg(test)]
+use crate::ingest::web_errors::parse_event;
 
 const NOW: i64 = 1_795_348_800_000;
 
 fn event(stack: &str) -> ErrorEvent {
     let item = json!({"level": "error", "name": "TypeError", "message": "m", "url": "u",
         "timestamp": NOW, "stack": stack});
-    crate::ingest::web_errors::parse_event(&item, crate::clock::Timestamp(NOW), None).unwrap()
+    parse_event(&item, crate::clock::Timestamp(NOW), None).unwrap()
 }
 
 /// Stores `events` in one transaction as `store_events` does; returns their group ids.
