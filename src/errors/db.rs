@@ -1,5 +1,6 @@
 //! Error groups in redb: the group records, the fingerprint → group index, the last-seen
-//! order, the users and the events of each group; and `Grouping`, which assigns the events of
+//! order, the users and the events of each group (a group is found under the current
+//! fingerprint, else under the version 1 one it was stored with); and `Grouping`, which assigns the events of
 //! one write transaction to their groups.
 //!
 //! Invariants: everything here is written inside the transaction that stores the events, so
@@ -87,7 +88,10 @@ fn culprit_of(event: &ErrorEvent) -> Option<String> {
 /// until `finish`.
 pub struct Grouping<'a, 't> {
     org: &'a OrgId,
-    /// Fingerprint -> (group as changed, `last_seen` row it had when loaded).
+    /// Fingerprint -> group id: several fingerprints may name one group (a version 1 group
+    /// found under version 2 fingerprints).
+    found: HashMap<String, String>,
+    /// Group id -> (group as changed, `last_seen` row it had when loaded).
     touched: HashMap<String, (ErrorGroup, Option<String>)>,
     users: IndexWriter<'t>,
     events: IndexWriter<'t>,
@@ -97,6 +101,7 @@ impl<'a, 't> Grouping<'a, 't> {
     pub fn new(txn: &'t WriteTransaction, org: &'a OrgId) -> Result<Self, StoreError> {
         Ok(Grouping {
             org,
+            found: HashMap::new(),
             touched: HashMap::new(),
             users: GROUP_USERS.writer(txn)?,
             events: GROUP_EVENTS.writer(txn)?,
@@ -115,9 +120,9 @@ impl<'a, 't> Grouping<'a, 't> {
     ) -> Result<(GroupId, bool), StoreError> {
         let org = self.org;
         let mut opened = false;
-        if !self.touched.contains_key(&found.hash) {
+        if !self.found.contains_key(&found.hash) {
             let index_key = tables::composite_key(org.as_str(), &found.hash);
-            let loaded = match GROUP_FINGERPRINTS.get(txn, &index_key)? {
+            let loaded = match find_group_id(txn, org, found, &index_key)? {
                 Some(id) => {
                     let id = GroupId::parse(&id).map_err(|error| corrupt(&error.to_string()))?;
                     let group = get_group(txn, org, &id)?
@@ -137,9 +142,16 @@ impl<'a, 't> Grouping<'a, 't> {
                     (group, None)
                 }
             };
-            self.touched.insert(found.hash.clone(), loaded);
+            let id = loaded.0.id.as_str().to_string();
+            self.found.insert(found.hash.clone(), id.clone());
+            // A group already in the batch (under another fingerprint) keeps its counts.
+            self.touched.entry(id).or_insert(loaded);
         }
-        let Some((group, _)) = self.touched.get_mut(&found.hash) else {
+        let Some((group, _)) = self
+            .found
+            .get(&found.hash)
+            .and_then(|id| self.touched.get_mut(id))
+        else {
             return Err(corrupt("a group vanished from the batch"));
         };
         let new_user = match &event.user_id {
@@ -179,6 +191,29 @@ impl<'a, 't> Grouping<'a, 't> {
     }
 }
 
+/// The group id under the fingerprint's key; else under its version 1 key (a group stored
+/// before version 2), which is then indexed under the current key too, so the group keeps its
+/// events, counts and links.
+fn find_group_id(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    found: &Fingerprint,
+    index_key: &str,
+) -> Result<Option<String>, StoreError> {
+    if let Some(id) = GROUP_FINGERPRINTS.get(txn, index_key)? {
+        return Ok(Some(id));
+    }
+    let Some(legacy) = &found.legacy else {
+        return Ok(None);
+    };
+    let legacy_key = tables::composite_key(org.as_str(), legacy);
+    let id = GROUP_FINGERPRINTS.get(txn, &legacy_key)?;
+    if let Some(id) = &id {
+        GROUP_FINGERPRINTS.insert(txn, index_key, id)?;
+    }
+    Ok(id)
+}
+
 /// Removes an event from its group's event list (retention); the group's counts stay: they
 /// describe everything the group ever saw.
 pub fn forget_event(
@@ -197,3 +232,7 @@ fn corrupt(detail: &str) -> StoreError {
         detail: detail.to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "db_tests.rs"]
+mod tests;

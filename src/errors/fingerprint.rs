@@ -1,11 +1,14 @@
 //! Fingerprints: which error group an event belongs to (CONTRACT section 3). In order of
 //! preference: the client's `fingerprint`; else the error name plus the normalised in-app
-//! frames (file path without origin, query and content hash; function); else the message
-//! with numbers, hex and quoted values masked.
+//! frames (file path without origin, query and content hash; engine-neutral function, see
+//! `engines.rs`); else an engine-neutral key of the message, or the message with numbers,
+//! hex and quoted values masked.
 //!
 //! Invariants: pure and total (no input panics); the same inputs give the same fingerprint in
-//! every process and version of this module — a change here splits every existing group, so
-//! it is a data migration, not a refactor. Line and column numbers never enter a fingerprint
+//! every process and version of this module. The rule is versioned: version 2 (engine-neutral)
+//! is the group key, and version 1 (`fingerprint_v1`, frozen) is returned beside it so groups
+//! stored before version 2 keep receiving their events (`db.rs`); a further change needs a
+//! further version, never an edit of an existing one. Line and column numbers never enter a fingerprint
 //! (they move with every build); neither does a frame outside the application (native code,
 //! `node_modules`, browser extensions). Frames are read as sent or parsed, before source map
 //! resolution, so a group does not split when its map is uploaded later.
@@ -13,7 +16,9 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// In-app frames that enter a fingerprint (innermost first): enough to tell call sites apart
+use super::engines;
+
+/// In-app frames that enter a version 1 fingerprint (innermost first): enough to tell call sites apart
 /// without letting deep recursion make every event unique.
 const MAX_FINGERPRINT_FRAMES: usize = 16;
 
@@ -40,6 +45,9 @@ impl Basis {
 pub struct Fingerprint {
     pub hash: String,
     pub basis: Basis,
+    /// The version 1 hash of the same event when it differs: a group stored before version 2
+    /// is found under it (and then indexed under `hash` too).
+    pub legacy: Option<String>,
 }
 
 /// What a fingerprint reads from an event.
@@ -50,30 +58,72 @@ pub struct Inputs<'a> {
     pub message: &'a str,
 }
 
+/// Fingerprints of version 2 (the engine-neutral rule): the in-app frames up to the first
+/// async continuation, without wrapper frames, at most this many (V8 prints 10 frames by
+/// default, wrapper frames included, so a deeper prefix would differ between engines).
+const MAX_ENGINE_FRAMES: usize = 6;
+
+/// The fingerprint of an event (version 2) and, when version 1 differs, the version 1 hash
+/// under which a group stored before the change is found (`Fingerprint::legacy`).
 pub fn fingerprint(inputs: &Inputs<'_>) -> Fingerprint {
+    let mut current = fingerprint_v2(inputs);
+    let legacy = fingerprint_v1(inputs);
+    if legacy.hash != current.hash {
+        current.legacy = Some(legacy.hash);
+    }
+    current
+}
+
+fn fingerprint_v2(inputs: &Inputs<'_>) -> Fingerprint {
+    let mut frames: Vec<String> = Vec::new();
+    for frame in inputs.frames {
+        if engines::is_async_boundary(frame) || frames.len() == MAX_ENGINE_FRAMES {
+            break;
+        }
+        if is_in_app(frame) && !engines::is_wrapper(frame) {
+            frames.push(frame_part(frame, engines::function_key));
+        }
+    }
+    let message = || {
+        engines::message_key(inputs.message)
+            .unwrap_or_else(|| mask_message(engines::strip_message_prefix(inputs.message)))
+    };
+    from_parts(inputs, &frames, message)
+}
+
+/// Version 1, kept so that groups stored under it are still found (never change it).
+fn fingerprint_v1(inputs: &Inputs<'_>) -> Fingerprint {
+    let frames: Vec<String> = inputs
+        .frames
+        .iter()
+        .filter(|frame| is_in_app(frame))
+        .take(MAX_FINGERPRINT_FRAMES)
+        .map(|frame| frame_part(frame, normalise_function))
+        .collect();
+    from_parts(inputs, &frames, || mask_message(inputs.message))
+}
+
+/// `file|function` of one frame, its function normalised by `function_key`.
+fn frame_part(frame: &Value, function_key: fn(&str) -> String) -> String {
+    let file = frame["file"]
+        .as_str()
+        .map(normalise_file)
+        .unwrap_or_default();
+    let function = frame["function"]
+        .as_str()
+        .map(function_key)
+        .unwrap_or_default();
+    format!("{file}|{function}")
+}
+
+/// The client's parts, else the name and frame parts, else the message key.
+fn from_parts(inputs: &Inputs<'_>, frames: &[String], message: impl Fn() -> String) -> Fingerprint {
     // NUL separates parts: it cannot occur in a JSON-decoded string the client meant as text
     // without also being in the part, so distinct part lists hash distinct byte strings.
     if let Some(parts) = inputs.client.filter(|parts| !parts.is_empty()) {
         let parts = parts.iter().map(|part| part.as_str().unwrap_or_default());
         return digest(Basis::Client, parts);
     }
-    let frames: Vec<String> = inputs
-        .frames
-        .iter()
-        .filter(|frame| is_in_app(frame))
-        .take(MAX_FINGERPRINT_FRAMES)
-        .map(|frame| {
-            let file = frame["file"]
-                .as_str()
-                .map(normalise_file)
-                .unwrap_or_default();
-            let function = frame["function"]
-                .as_str()
-                .map(normalise_function)
-                .unwrap_or_default();
-            format!("{file}|{function}")
-        })
-        .collect();
     if !frames.is_empty() {
         let name = inputs.name.unwrap_or("Error");
         return digest(
@@ -81,8 +131,7 @@ pub fn fingerprint(inputs: &Inputs<'_>) -> Fingerprint {
             std::iter::once(name).chain(frames.iter().map(String::as_str)),
         );
     }
-    let masked = mask_message(inputs.message);
-    digest(Basis::Message, std::iter::once(masked.as_str()))
+    digest(Basis::Message, std::iter::once(message().as_str()))
 }
 
 fn digest<'a>(basis: Basis, parts: impl Iterator<Item = &'a str>) -> Fingerprint {
@@ -95,6 +144,7 @@ fn digest<'a>(basis: Basis, parts: impl Iterator<Item = &'a str>) -> Fingerprint
     Fingerprint {
         hash: hex::encode(&hasher.finalize()[..16]),
         basis,
+        legacy: None,
     }
 }
 

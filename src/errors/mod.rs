@@ -25,6 +25,7 @@ mod api_events;
 mod api_list;
 mod api_tags;
 mod db;
+mod engines;
 mod event;
 mod event_db;
 mod failure;

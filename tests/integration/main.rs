@@ -36,6 +36,7 @@ mod compat_support;
 mod config_errors;
 mod durability;
 mod error_groups_ui;
+mod errors_engines;
 mod errors_groups;
 mod errors_reindex;
 mod errors_search;
