@@ -66,6 +66,7 @@ mod setup;
 mod sso_metadata;
 mod sso_oidc;
 mod sso_oidc_provider;
+mod sso_pysaml2;
 mod sso_saml;
 mod tidy;
 mod ui_serving;

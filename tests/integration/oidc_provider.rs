@@ -21,8 +21,18 @@ use sha2::{Digest, Sha256};
 
 pub const CLIENT_ID: &str = "lookout-test";
 pub const CLIENT_SECRET: &str = "a client secret of the test provider";
-/// What `/saml-metadata` serves, as XML.
-pub const SAML_METADATA: &str = r#"<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.example.com"/>"#;
+/// What `/saml-metadata` serves: usable IdP metadata (a sign-on service and the fixture's
+/// signing certificate), as XML.
+pub fn saml_metadata() -> String {
+    let pem = include_str!("../fixtures/saml/idp-cert.pem");
+    let cert: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    format!(
+        r#"<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="https://idp.example.com"><md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><md:KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>{cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor><md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://idp.example.com/sso"/></md:IDPSSODescriptor></md:EntityDescriptor>"#
+    )
+}
 
 /// What the next ID tokens look like.
 #[derive(Clone, Debug)]
@@ -211,7 +221,7 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>, keys: &[Value], issuer: &s
         }
         "/token" => token(state, keys, issuer, &headers, &body),
         // SAML metadata served by URL, small and over the 256 KiB Lookout keeps.
-        "/saml-metadata" => (200, json!(SAML_METADATA)),
+        "/saml-metadata" => (200, json!(saml_metadata())),
         "/saml-metadata-too-big" => (
             200,
             json!(format!(

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::auth_support::{add_user, server, sign_in};
 use crate::harness::text;
-use crate::oidc_provider::{Behaviour, Provider, SAML_METADATA};
+use crate::oidc_provider::{Behaviour, Provider, saml_metadata};
 
 #[test]
 fn saml_metadata_by_url_is_fetched_once_and_bounded() {
@@ -35,7 +35,7 @@ fn saml_metadata_by_url_is_fetched_once_and_bounded() {
     let saved = put(format!("{}/saml-metadata", provider.issuer));
     assert_eq!(saved.status, 200, "{}", text(&saved.body));
     let shown = owner.get(&server, "/api/v1/orgs/me/sso").json();
-    assert_eq!(shown["saml"]["idp_metadata_xml"], SAML_METADATA);
+    assert_eq!(shown["saml"]["idp_metadata_xml"], saml_metadata());
     assert_eq!(
         shown["saml"]["idp_metadata_url"],
         format!("{}/saml-metadata", provider.issuer)

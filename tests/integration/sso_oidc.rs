@@ -96,8 +96,13 @@ fn callback(server: &TestServer, back: &str, attempt: &str) -> Reply {
 
 /// The session a successful callback opened (303 to `/` with the session cookie).
 fn signed_in(reply: &Reply) -> String {
+    landed(reply, "/")
+}
+
+/// The session a successful callback opened, landing on `location`.
+fn landed(reply: &Reply, location: &str) -> String {
     assert_eq!(reply.status, 303, "{}", text(&reply.body));
-    assert_eq!(reply.header("location"), "/");
+    assert_eq!(reply.header("location"), location);
     set_cookie(reply, "lookout_session")
         .expect("session cookie")
         .value
@@ -375,7 +380,11 @@ fn an_account_with_a_password_is_linked_only_by_its_owner() {
         "sso_account_exists",
     );
     // Signed in, the owner links the identity; from then on it signs them in.
-    let linked = signed_in(&sso_round(&server, &provider, &org, Some(&owner)));
+    // A link lands on the profile page, which says so.
+    let linked = landed(
+        &sso_round(&server, &provider, &org, Some(&owner)),
+        "/profile?sso=linked",
+    );
     assert_eq!(me(&server, &linked)["user"]["id"], owner.user_id().as_str());
     let session = signed_in(&sso_round(&server, &provider, &org, None));
     let me = me(&server, &session);

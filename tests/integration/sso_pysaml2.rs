@@ -1,0 +1,194 @@
+//! SAML interoperability: pysaml2 (PyPI, pinned by `tests/fixtures/pysaml2/requirements.txt`,
+//! signing with Debian's `xmlsec1`) is the identity provider. The test installs it into a venv
+//! under `target/pysaml2/` when needed, trusts its metadata, answers Lookout's AuthnRequest with
+//! pysaml2's signed Response through `tests/fixtures/pysaml2/idp.py`, and posts it to the ACS as
+//! the browser would: the person is signed in; the same Response again, an unsigned one and one
+//! for another audience are refused. Without python3-venv or xmlsec1 it fails naming them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::auth_support::{add_user, server, set_cookie, sign_in};
+use crate::harness::{TestServer, http, text};
+use crate::http_basics::{Reply, send};
+
+const ATTEMPT: &str = "lookout_saml_attempt";
+const MISSING: &str = "the pysaml2 test needs python3 with venv and xmlsec1 \
+                       (apt-get install -y python3-venv xmlsec1)";
+
+/// The venv's python, with pysaml2 installed (pip only when the pins changed).
+fn python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pins = root.join("tests/fixtures/pysaml2/requirements.txt");
+    let dir = root.join("target/pysaml2");
+    let venv_python = dir.join("venv/bin/python");
+    let installed = dir.join("requirements.txt");
+    let wanted = std::fs::read(&pins).expect("requirements.txt");
+    assert!(Path::new("/usr/bin/xmlsec1").exists(), "{MISSING}");
+    if std::fs::read(&installed).ok().as_deref() == Some(wanted.as_slice()) && venv_python.exists()
+    {
+        return venv_python;
+    }
+    std::fs::create_dir_all(&dir).expect("target/pysaml2");
+    let run = |program: &Path, args: &[&str]| {
+        let output = Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|err| panic!("{MISSING}: {err}"));
+        assert!(
+            output.status.success(),
+            "{MISSING}: {} {args:?}: {}{}",
+            program.display(),
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    };
+    run(
+        Path::new("python3"),
+        &["-m", "venv", dir.join("venv").to_str().expect("utf-8 path")],
+    );
+    run(
+        &venv_python,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "-r",
+            pins.to_str().expect("utf-8 path"),
+        ],
+    );
+    std::fs::write(&installed, wanted).expect("note the installed pins");
+    venv_python
+}
+
+/// `idp.py args…`: its standard output.
+fn idp(args: &[&str]) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pysaml2/idp.py");
+    let output = Command::new(python())
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run idp.py");
+    assert!(
+        output.status.success(),
+        "idp.py {args:?}: {}",
+        text(&output.stderr)
+    );
+    text(&output.stdout).trim().to_string()
+}
+
+/// Starts a sign-in: the AuthnRequest (as sent, deflated and base64) and the attempt cookie.
+fn start(server: &TestServer, org: &str) -> (String, String) {
+    let reply = send(http().get(server.url(&format!("/api/v1/auth/sso/saml/start?org={org}"))));
+    assert_eq!(reply.status, 302, "{}", text(&reply.body));
+    let location = url::Url::parse(reply.header("location")).expect("location");
+    assert!(
+        location
+            .as_str()
+            .starts_with("https://idp.pysaml2.test/sso"),
+        "{location}"
+    );
+    let query: HashMap<_, _> = location.query_pairs().into_owned().collect();
+    let cookie = set_cookie(&reply, ATTEMPT).expect("attempt cookie").value;
+    (query["SAMLRequest"].clone(), cookie)
+}
+
+fn post(server: &TestServer, cookie: &str, saml_response: &str, org: &str) -> Reply {
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("SAMLResponse", saml_response)
+        .append_pair("RelayState", org)
+        .finish();
+    send(
+        http()
+            .post(server.url("/api/v1/auth/sso/saml/acs"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", format!("{ATTEMPT}={cookie}"))
+            .body(form),
+    )
+}
+
+fn refused(reply: &Reply) {
+    assert_eq!(reply.status, 303, "{}", text(&reply.body));
+    assert!(
+        reply.header("location").starts_with("/login?sso_error="),
+        "{}",
+        reply.header("location")
+    );
+    assert!(set_cookie(reply, "lookout_session").is_none());
+}
+
+#[test]
+fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are_refused() {
+    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    add_user(&server, "owner@example.com", "owner");
+    let output = server.cli(&["org", "set-plan", "default", "enterprise"], "");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let owner = sign_in(&server, "owner@example.com");
+    let org = owner.body["org"]["id"]
+        .as_str()
+        .expect("org id")
+        .to_string();
+    let body = json!({
+        "oidc": null,
+        "saml": {"idp_metadata_xml": idp(&["metadata"])},
+        "default_role": "member",
+        "domains": ["saml.example"],
+        "required": false,
+    });
+    let saved = owner.write(&server, Method::PUT, "/api/v1/orgs/me/sso", &body);
+    assert_eq!(saved.status, 200, "{}", text(&saved.body));
+
+    let sp_metadata =
+        send(http().get(server.url(&format!("/api/v1/auth/sso/saml/metadata?org={org}"))));
+    assert_eq!(sp_metadata.status, 200);
+    let sp_file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(sp_file.path(), &sp_metadata.body).expect("SP metadata");
+    let sp_path = sp_file.path().to_str().expect("utf-8 path");
+
+    // Signed in as a new member, from pysaml2's signed Response.
+    let (request, cookie) = start(&server, &org);
+    let response = idp(&["respond", sp_path, &request, "erin@saml.example"]);
+    let signed_in = post(&server, &cookie, &response, &org);
+    assert_eq!(signed_in.status, 303, "{}", text(&signed_in.body));
+    assert_eq!(signed_in.header("location"), "/");
+    let session = set_cookie(&signed_in, "lookout_session")
+        .expect("a session")
+        .value;
+    let me = send(
+        http()
+            .get(server.url("/api/v1/auth/me"))
+            .header("cookie", format!("lookout_session={session}")),
+    );
+    let me: serde_json::Value = serde_json::from_slice(&me.body).expect("me");
+    assert_eq!(me["user"]["email"], "erin@saml.example");
+    assert_eq!(me["role"], "member");
+
+    // The same Response again, even with a fresh attempt of its own, is a replay.
+    refused(&post(&server, &cookie, &response, &org));
+
+    // Unsigned, and addressed to another service provider: refused.
+    let (request, cookie) = start(&server, &org);
+    let unsigned = idp(&[
+        "respond",
+        sp_path,
+        &request,
+        "erin@saml.example",
+        "--unsigned",
+    ]);
+    refused(&post(&server, &cookie, &unsigned, &org));
+    let (request, cookie) = start(&server, &org);
+    let elsewhere = idp(&[
+        "respond",
+        sp_path,
+        &request,
+        "erin@saml.example",
+        "--audience",
+        "https://another-sp.example/metadata",
+    ]);
+    refused(&post(&server, &cookie, &elsewhere, &org));
+}
