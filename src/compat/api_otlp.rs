@@ -15,7 +15,7 @@ use serde_json::json;
 use super::envelope;
 use super::{CompatError, otlp, otlp_proto};
 use crate::alerting::SpikeWake;
-use crate::http::extract::read_body;
+use crate::http::extract::{media_type, read_body};
 use crate::http::{ApiError, problems};
 use crate::ingest::Ingest;
 use crate::ingest::api_decoded::accept_decoded;
@@ -97,16 +97,7 @@ fn answer(format: Format, rejected: u64, message: &str) -> Response {
 }
 
 fn format(headers: &HeaderMap) -> Result<Format, CompatError> {
-    let value = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("");
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let essence = media_type(headers);
     match essence.as_str() {
         "application/json" => Ok(Format::Json),
         "application/x-protobuf" | "application/protobuf" => Ok(Format::Protobuf),

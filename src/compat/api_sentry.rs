@@ -178,12 +178,9 @@ fn dsn_key(dsn: &str) -> Option<String> {
 /// Envelopes come as `application/x-sentry-envelope`, JSON, `text/plain` (browsers, to avoid a
 /// preflight) or `application/octet-stream`, or without a type from some server SDKs.
 fn media_type(headers: &HeaderMap) -> Result<(), CompatError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(());
-    };
-    let essence = value.to_str().unwrap_or("").split(';').next().unwrap_or("");
-    match essence.trim().to_ascii_lowercase().as_str() {
-        "application/x-sentry-envelope"
+    match crate::http::extract::media_type(headers).as_str() {
+        ""
+        | "application/x-sentry-envelope"
         | "application/json"
         | "text/plain"
         | "application/octet-stream" => Ok(()),

@@ -79,20 +79,15 @@ pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
 
 /// The body's media type; `allow_multipart` only for source map uploads.
 pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaType, ApiError> {
-    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
-    let content_type = values
-        .next()
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("");
-    if values.next().is_some() {
+    if headers
+        .get_all(header::CONTENT_TYPE)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
         return Err(unsupported("send exactly one Content-Type"));
     }
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let essence = crate::http::extract::media_type(headers);
     match essence.as_str() {
         "application/json" | "text/plain" => Ok(MediaType::Json),
         "multipart/form-data" if allow_multipart => Ok(MediaType::Multipart),
