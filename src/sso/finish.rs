@@ -333,11 +333,6 @@ pub fn browser_answer_to(
     }
 }
 
-/// 303 to the sign-in page showing `code`.
-pub fn error_redirect(code: &str) -> Response {
-    redirect(&Landing::SignIn.refused(code))
-}
-
 fn redirect(location: &str) -> Response {
     use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;

@@ -162,11 +162,13 @@ async fn callback(
         .get(attempt::COOKIE)
         .map(|cookie| cookie.value().to_string());
     let now = sso.auth().clock().now();
-    let landing = cookie
+    let attempt = cookie
         .as_deref()
-        .and_then(|value| attempt::Attempt::open(&sso.attempt_key(), value, now))
-        .map_or(Landing::SignIn, |attempt| attempt.landing());
-    let result = flow::callback(&sso, query, cookie.as_deref(), client).await;
+        .and_then(|value| attempt::Attempt::open(&sso.attempt_key(), value, now));
+    let landing = attempt
+        .as_ref()
+        .map_or(Landing::SignIn, attempt::Attempt::landing);
+    let result = flow::callback(&sso, query, attempt, client).await;
     let mut response = browser_answer_to(&sso, result, landing);
     let secure = sso.auth().settings().cookie_secure;
     response

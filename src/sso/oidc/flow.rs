@@ -93,16 +93,14 @@ struct TokenAnswer {
 }
 
 /// Checks the provider's answer and signs the person in.
+/// `attempt` is the browser's attempt cookie, opened (`None`: missing, altered or lapsed).
 pub async fn callback(
     sso: &Sso,
     query: CallbackQuery,
-    cookie: Option<&str>,
+    attempt: Option<Attempt>,
     client: IpAddr,
 ) -> Result<Finished, SsoError> {
-    let now = sso.auth().clock().now();
-    let attempt = cookie
-        .and_then(|value| Attempt::open(&sso.attempt_key(), value, now))
-        .ok_or(SsoError::AttemptInvalid)?;
+    let attempt = attempt.ok_or(SsoError::AttemptInvalid)?;
     let state_matches = query.state.as_deref().is_some_and(|state| {
         crate::secrets::digests_match(state.as_bytes(), attempt.state.as_bytes())
     });
