@@ -391,6 +391,11 @@ pub async fn run(
         ingest,
         stop_admin.subscribe(),
     ));
+    let regroup = tokio::spawn(crate::errors::run_regroup(
+        store.clone(),
+        search.clone(),
+        stop_admin.subscribe(),
+    ));
     let alert_rules =
         tokio::spawn(evaluator.run(config.alert_eval_interval, stop_admin.subscribe()));
     let memory = tokio::spawn(crate::http::memory::return_freed_memory(
@@ -413,6 +418,7 @@ pub async fn run(
     let _ = watchdog.await;
     let _ = admin.await;
     let _ = retention.await;
+    let _ = regroup.await;
     let _ = alert_rules.await;
     let _ = deliveries.await;
     let _ = memory.await;

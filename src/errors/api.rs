@@ -149,6 +149,23 @@ pub(super) fn parameter(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidParameter, detail)
 }
 
+/// The id of the group that answers for `id`: a merged group's survivor (`regroup.rs`), else
+/// `id` as given (an unknown or malformed id is the caller's filter to get wrong).
+pub(super) async fn answering_group(
+    store: &Store,
+    org: &OrgId,
+    id: String,
+) -> Result<String, ApiError> {
+    let Ok(parsed) = GroupId::parse(&id) else {
+        return Ok(id);
+    };
+    let org = org.clone();
+    let found = store
+        .read(move |txn| db::get_group(txn, &org, &parsed))
+        .await?;
+    Ok(found.map_or(id, |group| group.id.to_string()))
+}
+
 pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
     GroupId::parse(text).map_err(|_| ApiError::not_found("error group"))
 }

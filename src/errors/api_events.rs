@@ -47,7 +47,11 @@ pub async fn list_errors(
     page: PageRequest,
     RawQuery(query): RawQuery,
 ) -> Result<Json<ErrorEventList>, ApiError> {
-    let filters = filters(query.as_deref(), &["group", "q", "from", "to"])?;
+    let mut filters = filters(query.as_deref(), &["group", "q", "from", "to"])?;
+    if let Some(group) = filters.get("group").cloned() {
+        let answering = super::api::answering_group(&store, &caller.org_id, group).await?;
+        filters.insert("group".to_string(), answering);
+    }
     if ["q", "from", "to"]
         .iter()
         .any(|name| filters.contains_key(*name))

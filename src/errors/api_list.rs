@@ -337,7 +337,8 @@ fn walk_last_seen(
     })
 }
 
-/// The groups of `ids` the request keeps.
+/// The groups of `ids` the request keeps; an id of a merged group names the group it was
+/// merged into, listed once.
 fn groups_named(
     txn: &ReadTransaction,
     org: &OrgId,
@@ -345,12 +346,14 @@ fn groups_named(
     request: &ListRequest,
 ) -> Result<Vec<ErrorGroup>, StoreError> {
     let mut groups = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
     for id in ids {
         let Ok(id) = GroupId::parse(id) else {
             continue;
         };
         if let Some(group) = db::get_group(txn, org, &id)?
             && request.keeps(&group)
+            && listed.insert(group.id.clone())
         {
             groups.push(group);
         }

@@ -44,7 +44,32 @@ pub fn group_event_key(org: &str, group: &str, event: &str) -> String {
     format!("{org}/{group}/{event}")
 }
 
+/// The group `id` names: the group itself, or the group it was merged into (`regroup.rs`),
+/// so an old link, status change or fingerprint keeps reaching the events it named.
 pub fn get_group(
+    txn: &impl ReadTxn,
+    org: &OrgId,
+    id: &GroupId,
+) -> Result<Option<ErrorGroup>, StoreError> {
+    let mut found = get_group_record(txn, org, id)?;
+    // Each merge adds at most one step; a longer chain is a loop, so corruption.
+    for _ in 0..MAX_MERGE_STEPS {
+        match found {
+            Some(ErrorGroup {
+                merged_into: Some(next),
+                ..
+            }) => found = get_group_record(txn, org, &next)?,
+            _ => return Ok(found),
+        }
+    }
+    Err(corrupt("merged groups form a loop"))
+}
+
+/// Merges followed from an old group id to the group that answers for it.
+const MAX_MERGE_STEPS: usize = 64;
+
+/// The group record stored under `id`, merged or not.
+pub fn get_group_record(
     txn: &impl ReadTxn,
     org: &OrgId,
     id: &GroupId,
@@ -72,10 +97,13 @@ pub fn fingerprint_of(event: &ErrorEvent) -> Fingerprint {
     })
 }
 
-/// `function (file)` of the innermost in-app frame.
+/// `function (file)` of the innermost in-app frame, through its source map when resolved.
 fn culprit_of(event: &ErrorEvent) -> Option<String> {
     let frames = event.frames_or_derived();
-    let frame = frames.iter().find(|frame| fingerprint::is_in_app(frame))?;
+    let frame = frames
+        .iter()
+        .map(fingerprint::source_view)
+        .find(|frame| fingerprint::is_in_app(frame))?;
     let file = frame["file"].as_str().map(fingerprint::normalise_file)?;
     Some(match frame["function"].as_str() {
         Some(function) => format!("{function} ({file})"),
@@ -194,7 +222,7 @@ impl<'a, 't> Grouping<'a, 't> {
 /// The group id under the fingerprint's key; else under its version 1 key (a group stored
 /// before version 2), which is then indexed under the current key too, so the group keeps its
 /// events, counts and links.
-fn find_group_id(
+pub(super) fn find_group_id(
     txn: &WriteTransaction,
     org: &OrgId,
     found: &Fingerprint,

@@ -10,10 +10,19 @@
 //! stored before version 2 keep receiving their events (`db.rs`); a further change needs a
 //! further version, never an edit of an existing one. Line and column numbers never enter a fingerprint
 //! (they move with every build); neither does a frame outside the application (native code,
-//! `node_modules`, browser extensions). Frames are read as sent or parsed, before source map
-//! resolution, so a group does not split when its map is uploaded later.
+//! `node_modules`, browser extensions).
+//!
+//! Version 3 is version 2 read through source maps: a frame resolved through its release's
+//! map (`"resolved"`, `resolve.rs`) enters with its original file and function, so minified
+//! names, which differ between builds and say nothing, never decide a group. For an event
+//! without a resolved frame it is version 2 exactly (same hash, same legacy key). An event with
+//! resolved frames has no legacy key: its minified frames name another build's group as likely
+//! as its own. Events stored before their map arrived are moved to the version 3 group when it
+//! arrives (`regroup.rs`).
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::engines;
@@ -66,7 +75,10 @@ const MAX_ENGINE_FRAMES: usize = 6;
 /// The fingerprint of an event (version 2) and, when version 1 differs, the version 1 hash
 /// under which a group stored before the change is found (`Fingerprint::legacy`).
 pub fn fingerprint(inputs: &Inputs<'_>) -> Fingerprint {
-    let mut current = fingerprint_v2(inputs);
+    if inputs.frames.iter().any(is_resolved) {
+        return engine_neutral(inputs, source_view);
+    }
+    let mut current = engine_neutral(inputs, |frame| Cow::Borrowed(frame));
     let legacy = fingerprint_v1(inputs);
     if legacy.hash != current.hash {
         current.legacy = Some(legacy.hash);
@@ -74,14 +86,18 @@ pub fn fingerprint(inputs: &Inputs<'_>) -> Fingerprint {
     current
 }
 
-fn fingerprint_v2(inputs: &Inputs<'_>) -> Fingerprint {
+/// Versions 2 and 3: the engine-neutral rule over each frame as `view` shows it (as sent, or
+/// through its source map). Wrapper frames and async boundaries are told by the frame as the
+/// engine printed it.
+fn engine_neutral(inputs: &Inputs<'_>, view: fn(&Value) -> Cow<'_, Value>) -> Fingerprint {
     let mut frames: Vec<String> = Vec::new();
     for frame in inputs.frames {
         if engines::is_async_boundary(frame) || frames.len() == MAX_ENGINE_FRAMES {
             break;
         }
-        if is_in_app(frame) && !engines::is_wrapper(frame) {
-            frames.push(frame_part(frame, engines::function_key));
+        let shown = view(frame);
+        if is_in_app(&shown) && !engines::is_wrapper(frame) {
+            frames.push(frame_part(&shown, engines::function_key));
         }
     }
     let message = || {
@@ -89,6 +105,26 @@ fn fingerprint_v2(inputs: &Inputs<'_>) -> Fingerprint {
             .unwrap_or_else(|| mask_message(engines::strip_message_prefix(inputs.message)))
     };
     from_parts(inputs, &frames, message)
+}
+
+/// Whether a source map gave the frame its original file.
+fn is_resolved(frame: &Value) -> bool {
+    frame["resolved"]["file"].is_string()
+}
+
+/// The frame as its source map gives it (original file, line and function; the client's
+/// `in_app` kept), or as sent when it was not resolved.
+pub fn source_view(frame: &Value) -> Cow<'_, Value> {
+    if !is_resolved(frame) {
+        return Cow::Borrowed(frame);
+    }
+    let resolved = &frame["resolved"];
+    Cow::Owned(json!({
+        "file": resolved["file"],
+        "line": resolved["line"],
+        "function": resolved["function"],
+        "in_app": frame["in_app"],
+    }))
 }
 
 /// Version 1, kept so that groups stored under it are still found (never change it).

@@ -160,3 +160,74 @@ proptest! {
         let _ = normalise_function(&text);
     }
 }
+
+/// A minified frame as an engine printed it, resolved (or not) through its source map.
+fn minified(function: &str, column: u64, resolved: Option<(&str, &str, u64)>) -> Value {
+    let mut frame = json!({
+        "file": "https://shop.example.com/assets/app.3f9a1c2b.js",
+        "line": 1,
+        "column": column,
+        "function": function,
+    });
+    if let Some((file, function, line)) = resolved {
+        frame["resolved"] = json!({"file": file, "line": line, "column": 3, "function": function});
+    }
+    frame
+}
+
+#[test]
+fn resolved_frames_group_by_original_file_and_function() {
+    // Two engines name the minified functions differently; the map names them alike.
+    let chromium = json!([
+        minified("Object.t", 120, Some(("../src/cart.js", "total", 5))),
+        minified("n", 301, Some(("../src/cart.js", "checkout", 11))),
+    ]);
+    let firefox = json!([
+        minified("t", 121, Some(("../src/cart.js", "total", 5))),
+        minified("n/<", 300, Some(("../src/cart.js", "checkout", 12))),
+    ]);
+    let (chromium, firefox) = (
+        of(Some("TypeError"), &chromium, "x"),
+        of(Some("TypeError"), &firefox, "y"),
+    );
+    assert_eq!(chromium.hash, firefox.hash);
+    assert_eq!((chromium.basis, chromium.legacy), (Basis::Stack, None));
+    // Another original function is another group, whatever the minified names.
+    let elsewhere = json!([minified(
+        "Object.t",
+        120,
+        Some(("../src/cart.js", "refund", 5))
+    )]);
+    assert_ne!(of(Some("TypeError"), &elsewhere, "x").hash, firefox.hash);
+}
+
+#[test]
+fn unresolved_frames_keep_the_version_2_fingerprint() {
+    let unresolved = json!([minified("t", 120, None), minified("n", 301, None)]);
+    let found = of(Some("TypeError"), &unresolved, "x");
+    let version_2 = engine_neutral(
+        &Inputs {
+            client: None,
+            name: Some("TypeError"),
+            frames: unresolved.as_array().unwrap(),
+            message: "x",
+        },
+        |frame| Cow::Borrowed(frame),
+    );
+    assert_eq!(found.hash, version_2.hash);
+    let resolved = json!([
+        minified("t", 120, Some(("../src/cart.js", "total", 5))),
+        minified("n", 301, Some(("../src/cart.js", "checkout", 11))),
+    ]);
+    assert_ne!(of(Some("TypeError"), &resolved, "x").hash, found.hash);
+}
+
+#[test]
+fn a_resolved_frame_in_a_dependency_stays_out() {
+    let frames = json!([
+        minified("e", 10, Some(("../node_modules/lib/index.js", "boom", 2))),
+        minified("t", 120, Some(("../src/cart.js", "total", 5))),
+    ]);
+    let only_app = json!([minified("t", 120, Some(("../src/cart.js", "total", 5)))]);
+    assert_eq!(of(None, &frames, "x").hash, of(None, &only_app, "x").hash);
+}

@@ -15,6 +15,7 @@
 //! parser), `fingerprint.rs` (pure), `model.rs` (the group record and how events fold into it),
 //! `db.rs` (group tables and `Grouping`), `sourcemaps.rs` (stored maps), `resolve.rs`
 //! (resolution), `views.rs` (the event's wire type), `api_events.rs` (the event list),
+//! `regroup.rs` (moving stored events to their source-mapped group when a map arrives),
 //! `api.rs` (group detail and status changes), `api_list.rs` (the group list), `api_tags.rs`
 //! (a group's tag distribution), `failure.rs` (`ErrorsError`, what storage code and closures
 //! return; only the API rooms map it to answers). The rooms are private: other folders, tests and benches
@@ -31,6 +32,7 @@ mod event_db;
 mod failure;
 mod fingerprint;
 mod model;
+mod regroup;
 mod resolve;
 // The index is errors' own room; the server starts it and the admin socket and the CLI
 // rebuild it through the re-exports below.
@@ -48,6 +50,8 @@ pub use event_db::{
     remove_event,
 };
 pub use failure::ErrorsError;
+/// The worker that regroups stored events when their source map arrives (`regroup.rs`).
+pub use regroup::run as run_regroup;
 /// The search index's face: the handle, its start and rebuild (`lookout reindex`), and the
 /// ticket a request takes before writing events.
 pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};

@@ -80,6 +80,10 @@ pub struct ErrorGroup {
     pub regressions: u64,
     /// The latest event, for the detail view.
     pub latest_event: Option<String>,
+    /// Set when the group's events were all moved to another group (`regroup.rs`): the id
+    /// then names that group, which answers for it (`db::get_group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<GroupId>,
 }
 
 impl Record for ErrorGroup {
@@ -113,6 +117,7 @@ impl ErrorGroup {
             status_changed_at: None,
             regressions: 0,
             latest_event: None,
+            merged_into: None,
         }
     }
 
@@ -148,6 +153,58 @@ impl ErrorGroup {
         let newest = self.hours.keys().next_back().copied().unwrap_or(hour);
         let oldest_kept = newest - (HISTOGRAM_HOURS - 1) * HOUR_MS;
         self.hours = self.hours.split_off(&oldest_kept);
+    }
+
+    /// Takes back what `fold` counted for an event that moves to another group. Users stay
+    /// counted: whether the user has other events here is not known without reading them.
+    pub fn unfold(&mut self, event: &ErrorEvent) {
+        self.count = self.count.saturating_sub(1);
+        if let Some(release) = &event.release
+            && let Some(entry) = self.releases.get_mut(release)
+        {
+            entry.count = entry.count.saturating_sub(1);
+            if entry.count == 0 {
+                self.releases.remove(release);
+            }
+        }
+        let hour = event.timestamp.0.div_euclid(HOUR_MS) * HOUR_MS;
+        if let Some(count) = self.hours.get_mut(&hour) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.hours.remove(&hour);
+            }
+        }
+    }
+
+    /// Adds what is left of a group whose events all moved here (events retention removed
+    /// are still in its counts), so the counts of the two add up.
+    pub fn absorb(&mut self, other: &ErrorGroup) {
+        self.count += other.count;
+        self.first_seen = self.first_seen.min(other.first_seen);
+        if other.last_seen > self.last_seen {
+            self.last_seen = other.last_seen;
+            self.latest_event.clone_from(&other.latest_event);
+        }
+        for (release, figures) in &other.releases {
+            let entry = self
+                .releases
+                .entry(release.clone())
+                .or_insert(ReleaseCount {
+                    count: 0,
+                    last_seen: figures.last_seen,
+                });
+            entry.count += figures.count;
+            entry.last_seen = entry.last_seen.max(figures.last_seen);
+        }
+        self.trim_releases();
+        for (hour, count) in &other.hours {
+            *self.hours.entry(*hour).or_insert(0) += count;
+        }
+        if let Some(newest) = self.hours.keys().next_back().copied() {
+            self.hours = self
+                .hours
+                .split_off(&(newest - (HISTOGRAM_HOURS - 1) * HOUR_MS));
+        }
     }
 
     fn trim_releases(&mut self) {
@@ -222,6 +279,28 @@ mod tests {
         group.set_status(GroupStatus::Ignored, NOW);
         group.fold(&first, false);
         assert_eq!(group.status, GroupStatus::Ignored);
+    }
+
+    #[test]
+    fn a_moved_event_leaves_its_group_and_the_rest_is_absorbed() {
+        let first = event(NOW.0, "1.0");
+        let moved = event(NOW.0 - 2 * HOUR_MS, "1.1");
+        let mut old = ErrorGroup::open(&first, "f".repeat(32), "stack", None);
+        old.fold(&first, true);
+        old.fold(&moved, false);
+        old.unfold(&moved);
+        assert_eq!((old.count, old.releases.len(), old.hours.len()), (1, 1, 1));
+        let mut survivor = ErrorGroup::open(&moved, "e".repeat(32), "stack", None);
+        survivor.fold(&moved, true);
+        survivor.absorb(&old);
+        assert_eq!(survivor.count, 2);
+        assert_eq!(survivor.hours.values().sum::<u64>(), 2);
+        assert_eq!(survivor.releases.len(), 2);
+        assert_eq!(
+            (survivor.first_seen, survivor.last_seen),
+            (moved.timestamp, first.timestamp)
+        );
+        assert_eq!(survivor.latest_event, Some(first.id.to_string()));
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub fn put(
     }
     blobs.insert(record.id.as_str(), compressed)?;
     drop(blobs);
-    SOURCEMAPS.insert(txn, &key, record)
+    SOURCEMAPS.insert(txn, &key, record)?;
+    super::regroup::enqueue(txn, org, &record.release, &record.file)
 }
 
 /// Whether any map was uploaded for `release`: the frames of a release without maps need no

@@ -38,6 +38,7 @@ mod durability;
 mod error_groups_ui;
 mod errors_engines;
 mod errors_groups;
+mod errors_regroup;
 mod errors_reindex;
 mod errors_search;
 mod fixtures;

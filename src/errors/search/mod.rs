@@ -193,13 +193,14 @@ impl Search {
 
     /// Hands durable events to the writer (through `IndexTicket::submit`); `false` when the
     /// writer is gone and they were not taken.
-    fn send_events(&self, org: &str, events: Vec<ErrorEvent>) -> bool {
+    fn send_events(&self, org: &str, events: Vec<ErrorEvent>, replace: bool) -> bool {
         if events.is_empty() {
             return true;
         }
         let message = Message::Events {
             org: org.to_string(),
             events,
+            replace,
         };
         let sent = self
             .lock_sender()

@@ -98,9 +98,19 @@ impl Search {
 
 impl IndexTicket {
     /// Hands durable events to the writer; never blocks on indexing.
-    pub fn submit(mut self, org: &str, events: Vec<ErrorEvent>) {
+    pub fn submit(self, org: &str, events: Vec<ErrorEvent>) {
+        self.send(org, events, false);
+    }
+
+    /// Hands durable events that were indexed before (moved to another group) to the writer,
+    /// which replaces their documents.
+    pub fn submit_moved(self, org: &str, events: Vec<ErrorEvent>) {
+        self.send(org, events, true);
+    }
+
+    fn send(mut self, org: &str, events: Vec<ErrorEvent>, replace: bool) {
         self.spent = true;
-        let sent = self.search.send_events(org, events);
+        let sent = self.search.send_events(org, events, replace);
         self.search.inner.status.settle(!sent);
     }
 }

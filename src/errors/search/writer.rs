@@ -40,6 +40,9 @@ pub enum Message {
     Events {
         org: String,
         events: Vec<ErrorEvent>,
+        /// The events were indexed before (moved to another group): their documents are
+        /// replaced.
+        replace: bool,
     },
     /// Commit now and answer (tests wait on it).
     Flush(Sender<()>),
@@ -184,12 +187,17 @@ impl Writer {
 
     fn handle(&mut self, message: Message, due: &mut Option<Instant>) {
         match message {
-            Message::Events { org, events } => {
+            Message::Events {
+                org,
+                events,
+                replace: moved,
+            } => {
                 for event in &events {
-                    let replace = self
-                        .caught_up_to
-                        .as_deref()
-                        .is_some_and(|caught| event.id.as_str() <= caught);
+                    let replace = moved
+                        || self
+                            .caught_up_to
+                            .as_deref()
+                            .is_some_and(|caught| event.id.as_str() <= caught);
                     self.live.add_event(&self.fields, &org, event, replace);
                     if let Some(rebuild) = self.rebuild.as_mut() {
                         rebuild.add_live(&self.fields, &org, event);
