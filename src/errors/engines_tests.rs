@@ -1,5 +1,5 @@
 //! Engine normalisation tests: each spelling one engine or SDK uses, and the same throw site
-//! from three engines (tests/fixtures/stacks/cross-engine.json) as one fingerprint.
+//! as three real engines reported it (tests/fixtures/stacks/cross-engine.json).
 
 use serde_json::{Value, json};
 
@@ -161,7 +161,7 @@ fn fingerprint_of(report: &Value, with_frames: bool) -> crate::errors::fingerpri
 }
 
 #[test]
-fn one_throw_site_in_three_engines_is_one_fingerprint() {
+fn one_throw_site_is_one_fingerprint_where_the_engines_print_the_same_frames() {
     for case in cross_engine() {
         let engines = ["chromium", "firefox", "webkit"];
         let stacks: Vec<_> = engines
@@ -169,10 +169,11 @@ fn one_throw_site_in_three_engines_is_one_fingerprint() {
             .map(|engine| fingerprint_of(&case[engine], true))
             .collect();
         assert!(stacks.iter().all(|found| found.basis == Basis::Stack));
-        assert!(
-            stacks.iter().all(|found| found.hash == stacks[0].hash),
-            "{stacks:?}"
-        );
+        // The captured stacks: Chromium and Firefox are one fingerprint. WebKit's lacks the
+        // `checkout` frame (a proper tail call in strict code) and prints `window.run` without
+        // a name, which no normalisation of names undoes (tests/fixtures/stacks/README.md).
+        assert_eq!(stacks[0].hash, stacks[1].hash, "{stacks:?}");
+        assert_ne!(stacks[0].hash, stacks[2].hash, "{stacks:?}");
         // Version 1 told them apart: the reason for version 2.
         let legacy: Vec<_> = stacks
             .iter()
