@@ -29,6 +29,7 @@ mod backup_data;
 mod cli;
 mod cli_recovery;
 mod compat_otlp;
+mod compat_otlp_crate;
 mod compat_sentry;
 mod compat_sentry_crate;
 mod compat_sentry_limits;
