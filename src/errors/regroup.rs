@@ -313,3 +313,7 @@ fn leave_group(
     db::put_group(txn, org, &old)?;
     db::put_group(txn, org, &into)
 }
+
+#[cfg(test)]
+#[path = "regroup_tests.rs"]
+mod tests;
