@@ -170,7 +170,9 @@ pub(super) fn group_id(text: &str) -> Result<GroupId, ApiError> {
     GroupId::parse(text).map_err(|_| ApiError::not_found("error group"))
 }
 
-/// One error group with its releases, histogram and latest event.
+/// One error group with its releases, histogram and latest event. The id of a group merged
+/// into another (its events regrouped when their source map arrived) answers with that group,
+/// whose `id` is then not the one asked for.
 #[utoipa::path(get, path = "/api/v1/error-groups/{id}", tag = "errors",
     params(("id" = String, Path, description = "grp_…")),
     responses((status = 200, body = ErrorGroupDetail), problems::NotFound))]

@@ -72,10 +72,11 @@ pub(super) async fn group_tags(
     let org = caller.org_id;
     let counted = store
         .read(move |txn| {
-            if db::get_group(txn, &org, &id)?.is_none() {
+            // A merged group's id reads the events of the group it was merged into.
+            let Some(group) = db::get_group(txn, &org, &id)? else {
                 return Ok::<_, StoreError>(None);
-            }
-            let start = group_event_key(org.as_str(), id.as_str(), "");
+            };
+            let start = group_event_key(org.as_str(), group.id.as_str(), "");
             let end = format!("{}0", start.trim_end_matches('/'));
             let mut ids = Vec::new();
             let table = GROUP_EVENTS.definition();

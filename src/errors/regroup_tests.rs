@@ -10,6 +10,9 @@ use crate::clock::Timestamp;
 use crate::errors::event_db::{EventBatch, store_events};
 use crate::errors::model::ErrorGroup;
 use crate::errors::sourcemaps::{self, SourceMap, SourceMapId};
+// Marked so the arrow check (tests/integration/tidy.rs) reads it as test-only, as it is.
+#[cfg(test)]
+use crate::ingest::web_errors::parse_event;
 
 const NOW: Timestamp = Timestamp(1_795_348_800_000);
 /// The bundle and stacks of tests/fixtures/stacks/capture/capture.sh.
@@ -22,7 +25,7 @@ fn event(engine: &str, release: &str) -> ErrorEvent {
     let report = &captured["engines"][engine];
     let item = json!({"level": "error", "name": report["name"], "message": report["message"],
         "stack": report["stack"], "url": "u", "release": release});
-    crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
+    parse_event(&item, NOW, None).unwrap()
 }
 
 fn store(database: &Database, org: &OrgId, events: Vec<ErrorEvent>) -> Vec<ErrorEvent> {

@@ -142,6 +142,8 @@ fn events_stored_before_their_map_are_regrouped_when_it_arrives() {
         );
         let events = read(&server, &key, &format!("/api/v1/errors?group={old}"));
         assert_eq!(events["items"].as_array().unwrap().len(), 6);
+        let tags = read(&server, &key, &format!("/api/v1/error-groups/{old}/tags"));
+        assert_eq!(tags["sampled_events"], 6);
     }
     let detail = read(&server, &key, &format!("/api/v1/error-groups/{survivor}"));
     assert_eq!(detail["releases"][0]["count"], 6);
