@@ -259,9 +259,11 @@ async fn change_status(
     let changed = store
         .write(move |txn| {
             // Every group is read before any is written: an unknown one leaves all unchanged.
-            let mut groups = Vec::with_capacity(ids.len());
+            let mut groups: Vec<ErrorGroup> = Vec::with_capacity(ids.len());
             for id in &ids {
                 match db::get_group(txn, &org, id)? {
+                    // A merged group's id and its survivor's name one group, changed once.
+                    Some(group) if groups.iter().any(|seen| seen.id == group.id) => {}
                     Some(group) => groups.push(group),
                     None => return Ok(None),
                 }
