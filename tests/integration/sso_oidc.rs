@@ -47,7 +47,10 @@ fn configure(server: &TestServer, owner: &Session, provider: &Provider, extra: V
 
 /// An enterprise org with its owner signed in and OIDC configured against `provider`.
 fn setup(provider: &Provider) -> (TestServer, Session) {
-    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     add_user(&server, "owner@example.com", "owner");
     set_plan(&server, "default", "enterprise");
     let owner = sign_in(&server, "owner@example.com");
@@ -133,7 +136,10 @@ fn audit_actions(server: &TestServer, owner: &Session) -> Vec<Value> {
 #[test]
 fn sso_configuration_is_the_owners_on_the_enterprise_plan_and_keeps_its_secret() {
     let provider = Provider::start(Behaviour::person("a@example.com", "a"));
-    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     add_user(&server, "owner@example.com", "owner");
     add_user(&server, "admin@example.com", "admin");
     let owner = sign_in(&server, "owner@example.com");

@@ -63,7 +63,10 @@ fn form_of(page: &str) -> (String, Vec<(String, String)>) {
 
 #[test]
 fn oidc_sign_in_end_to_end_with_oidc_provider() {
-    let server: TestServer = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server: TestServer = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     let provider = start_provider(&server.url("/api/v1/auth/sso/oidc/callback"));
     add_user(&server, "owner@example.com", "owner");
     let output = server.cli(&["org", "set-plan", "default", "enterprise"], "");
