@@ -281,7 +281,7 @@ fn a_misbehaving_provider_is_refused_every_way() {
     let (server, owner) = setup(&provider);
     let org = org_id(&owner);
     type Change = fn(&mut Behaviour);
-    let cases: [(&str, Change, &str); 7] = [
+    let cases: [(&str, Change, &str); 8] = [
         (
             "wrong audience",
             |b| b.audience = "someone-else".into(),
@@ -307,6 +307,12 @@ fn a_misbehaving_provider_is_refused_every_way() {
         (
             "e-mail verified as text other than true",
             |b| b.email_verified = json!("yes"),
+            "sso_email_unverified",
+        ),
+        (
+            // Entra ID's domain-owner flag counts only from login.microsoftonline.com.
+            "no email_verified, xms_edov from an issuer that is not Entra ID",
+            |b| b.extra = json!({"email_verified": null, "xms_edov": true}),
             "sso_email_unverified",
         ),
     ];
