@@ -1,6 +1,6 @@
 //! The browser's pending SAML sign-in: which AuthnRequest it started, for which organisation,
-//! until when. It lives in an HMAC-signed cookie, so an unauthenticated caller makes the server
-//! store nothing.
+//! until when, and whether it is an owner's test sign-in. It lives in an HMAC-signed cookie, so
+//! an unauthenticated caller makes the server store nothing.
 //!
 //! Invariants: a cookie is accepted only with a valid MAC under the server's key and before its
 //! expiry; its fields cannot contain the separator, so no two attempts encode alike. The cookie
