@@ -350,7 +350,7 @@ pub async fn run(
         alerting,
         spikes: evaluator.spike_wake(),
         metrics,
-        sso: crate::sso::Sso::new(auth.clone()),
+        sso: crate::sso::Sso::new(auth.clone(), config.webhooks.allow_private),
     };
     let router = build_router(state);
 

@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
 //! metrics, the embedded UI and browser SDK, and the connection loop. Knows no capability.
 
+pub mod destination;
 pub mod edge;
 pub mod error;
 pub mod extract;
@@ -8,6 +9,7 @@ pub mod head_scan;
 pub mod memory;
 pub mod metrics;
 pub mod middleware;
+pub mod outbound;
 pub mod page;
 pub mod problems;
 pub mod query;

@@ -1,7 +1,7 @@
 //! HTTP face of notification channels: create, list, read, change, delete, and the test button.
 //!
 //! Invariants: the signing secret is write-only (reads show `has_signing_secret`); a URL is
-//! checked by `guard::check_url` before it is stored, so a refused destination never reaches
+//! checked by `http::destination::check_url` before it is stored, so a refused destination never reaches
 //! the queue; admins manage channels, every member reads them; each change is audited in the
 //! transaction that makes it.
 
@@ -16,8 +16,9 @@ use utoipa_axum::routes;
 
 use super::model::{Channel, ChannelId, valid_filter};
 use super::payload::{Event, EventExtra, render};
-use super::{Notify, NotifyError, db, guard};
+use super::{Notify, NotifyError, db};
 use crate::auth::{Admin, Auth, Viewer, audit};
+use crate::http::destination as guard;
 use crate::http::error::Problem;
 use crate::http::page::{Page, PageRequest};
 use crate::http::problems;

@@ -14,7 +14,6 @@
 pub mod api;
 pub mod api_deliveries;
 pub mod db;
-pub mod guard;
 pub mod model;
 pub mod payload;
 pub mod send;

@@ -3,20 +3,17 @@
 //! Invariants: redirects are never followed (a 3xx is a failure like any other non-2xx); the
 //! whole attempt, body included, is bounded by `WEBHOOK_TIMEOUT_SECONDS`; no proxy from the
 //! environment is used (it would bypass the guard); and every address the resolver returns
-//! passes `guard::address_allowed` before the connector may use it, so the address actually
+//! passes `http::destination::address_allowed` (`http::outbound`) before the connector may use it, so the address actually
 //! connected to is the one checked, whatever DNS said when the channel was saved.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use ureq::config::Config;
-use ureq::http::Uri;
-use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
-use super::guard;
 use super::model::{Outcome, outcome_of_status};
 use super::payload;
+use crate::http::outbound;
 
 /// How much of a receiver's answer the delivery log keeps.
 const SNIPPET_BYTES: u64 = 512;
@@ -43,42 +40,6 @@ pub struct Report {
     pub snippet: Option<String>,
 }
 
-/// A resolver that drops every address the guard refuses, and fails when none is left.
-#[derive(Debug)]
-struct GuardedResolver {
-    allow_private: bool,
-    inner: DefaultResolver,
-}
-
-/// The marker of a refused destination inside ureq's `Io` error.
-const REFUSED: &str = "destination refused";
-
-impl Resolver for GuardedResolver {
-    fn resolve(
-        &self,
-        uri: &Uri,
-        config: &Config,
-        timeout: NextTimeout,
-    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let resolved = self.inner.resolve(uri, config, timeout)?;
-        let mut allowed = self.empty();
-        let mut refusal = None;
-        for address in resolved.iter().copied() {
-            match guard::address_allowed(address.ip(), self.allow_private) {
-                Ok(()) => allowed.push(address),
-                Err(err) => refusal = Some(err),
-            }
-        }
-        match refusal {
-            Some(err) if allowed.is_empty() => Err(ureq::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!("{REFUSED}: {err}"),
-            ))),
-            _ => Ok(allowed),
-        }
-    }
-}
-
 /// The shared HTTP client of the delivery workers (connection pool included).
 pub struct Sender {
     agent: ureq::Agent,
@@ -93,12 +54,8 @@ impl Sender {
             .http_status_as_error(false)
             .proxy(None)
             .build();
-        let resolver = GuardedResolver {
-            allow_private,
-            inner: DefaultResolver::default(),
-        };
         Sender {
-            agent: ureq::Agent::with_parts(config, DefaultConnector::default(), resolver),
+            agent: outbound::guarded_agent(config, allow_private),
             user_agent: payload::user_agent(),
         }
     }
@@ -163,9 +120,7 @@ impl Sender {
 fn failure_reason(err: &ureq::Error) -> &'static str {
     match err {
         ureq::Error::Timeout(_) => "timeout",
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
-            "refused_destination"
-        }
+        err if outbound::is_refusal(err) => "refused_destination",
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => "timeout",
         ureq::Error::HostNotFound => "dns",
         ureq::Error::ConnectionFailed | ureq::Error::Io(_) => "connect",
@@ -194,29 +149,15 @@ pub fn destination_of(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::net::SocketAddr;
-
     use super::*;
 
     #[test]
-    fn resolver_refuses_loopback_unless_allowed() {
-        let uri: Uri = "http://127.0.0.1:9/".parse().unwrap();
-        let config = Config::default();
-        let strict = GuardedResolver {
-            allow_private: false,
-            inner: DefaultResolver::default(),
-        };
-        let err = strict
-            .resolve(&uri, &config, NextTimeout::default())
-            .unwrap_err();
-        assert_eq!(failure_reason(&err), "refused_destination");
-        let open = GuardedResolver {
-            allow_private: true,
-            inner: DefaultResolver::default(),
-        };
-        let addresses = open.resolve(&uri, &config, NextTimeout::default()).unwrap();
-        let first: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        assert_eq!(addresses.first(), Some(&first));
+    fn a_refused_destination_is_reported_as_such() {
+        let refusal = ureq::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            outbound::REFUSED,
+        ));
+        assert_eq!(failure_reason(&refusal), "refused_destination");
     }
 
     #[test]

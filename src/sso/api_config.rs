@@ -53,6 +53,7 @@ impl From<SsoError> for ApiError {
                 ErrorCode::SsoProviderUnavailable,
                 format!("the identity provider could not be used: {cause}"),
             ),
+            SsoError::DestinationRefused(_) => ApiError::new(ErrorCode::DestinationRefused, detail),
             SsoError::Signing(cause) => ApiError::internal(cause),
             SsoError::Store(store) => ApiError::from(store),
         }
@@ -213,7 +214,7 @@ async fn get_config(
 /// Saves the organisation's SSO configuration.
 #[utoipa::path(put, path = "/api/v1/orgs/me/sso", tag = "sso", request_body = SsoConfigRequest,
     responses((status = 200, body = SsoConfigResponse),
-        (status = 400, description = "invalid_issuer, invalid_client, invalid_role, invalid_domain, invalid_saml_metadata, invalid_payload", body = crate::http::error::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "invalid_issuer, invalid_client, invalid_role, invalid_domain, invalid_saml_metadata, invalid_payload; destination_refused for an idp_metadata_url on a private or loopback address", body = crate::http::error::Problem, content_type = "application/problem+json"),
         problems::Unauthenticated,
         (status = 403, description = "forbidden (owners only), or plan_required on the free plan", body = crate::http::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "sso_domain_taken: another organisation claims a domain", body = crate::http::error::Problem, content_type = "application/problem+json")))]
@@ -235,7 +236,7 @@ async fn put_config(
     };
     let saml = match request.saml {
         None => None,
-        Some(saml) => Some(saml_settings(saml).await?),
+        Some(saml) => Some(saml_settings(&sso, saml).await?),
     };
     if request.required && oidc.is_none() && saml.is_none() {
         return Err(ApiError::new(
@@ -336,7 +337,9 @@ fn oidc_settings(
 }
 
 /// The SAML settings of a request: the XML as given, or fetched once from the URL.
-async fn saml_settings(request: SamlConfigRequest) -> Result<SamlSettings, ApiError> {
+/// The URL is owner-given: its addresses pass the outbound destination guard (400
+/// `destination_refused` for a private or loopback one unless `WEBHOOK_ALLOW_PRIVATE`).
+async fn saml_settings(sso: &Sso, request: SamlConfigRequest) -> Result<SamlSettings, ApiError> {
     match (request.idp_metadata_xml, request.idp_metadata_url) {
         (Some(xml), None) => Ok(SamlSettings {
             idp_metadata_xml: model::valid_saml_metadata(&xml)?,
@@ -349,9 +352,9 @@ async fn saml_settings(request: SamlConfigRequest) -> Result<SamlSettings, ApiEr
                     "idp_metadata_url must be an https URL (http only for loopback)".to_string(),
                 )
             })?;
-            let fetch_url = url.clone();
+            let (fetch_url, fetcher) = (url.clone(), sso.fetcher().clone());
             let answer = tokio::task::spawn_blocking(move || {
-                fetch::get(
+                fetcher.get(
                     &fetch_url,
                     "application/samlmetadata+xml, application/xml, text/xml",
                     MAX_SAML_METADATA_BYTES,
@@ -359,8 +362,14 @@ async fn saml_settings(request: SamlConfigRequest) -> Result<SamlSettings, ApiEr
             })
             .await
             .map_err(|err| ApiError::internal(err.to_string()))?
-            .map_err(|cause| {
-                ConfigRefusal::SamlMetadata(format!("cannot fetch the metadata: {cause}"))
+            .map_err(|cause| match cause {
+                fetch::FetchError::Refused(why) => ApiError::new(
+                    ErrorCode::DestinationRefused,
+                    format!("idp_metadata_url: {why}"),
+                ),
+                fetch::FetchError::Failed(why) => {
+                    ConfigRefusal::SamlMetadata(format!("cannot fetch the metadata: {why}")).into()
+                }
             })?;
             if answer.status != 200 {
                 let status = answer.status;

@@ -85,6 +85,10 @@ pub enum SsoError {
     Replayed,
     #[error("the identity provider could not be reached or answered badly: {0}")]
     Provider(String),
+    /// A provider URL is, or resolves to, an address outbound requests may not reach
+    /// (`WEBHOOK_ALLOW_PRIVATE`).
+    #[error("the identity provider's address is not allowed: {0}")]
+    DestinationRefused(String),
     /// An account with a password, or of another organisation, exists for this e-mail: its
     /// owner links it while signed in.
     #[error("an account with this e-mail exists: sign in with it and link single sign-on")]
@@ -113,6 +117,7 @@ impl SsoError {
             SsoError::EmailUnverified => "sso_email_unverified",
             SsoError::Replayed => "sso_replayed",
             SsoError::Provider(_) => "sso_provider_unavailable",
+            SsoError::DestinationRefused(_) => "destination_refused",
             SsoError::AccountExists => "sso_account_exists",
             SsoError::LinkedElsewhere => "sso_linked_elsewhere",
             SsoError::AccountDisabled => "sso_account_disabled",
@@ -122,18 +127,23 @@ impl SsoError {
     }
 }
 
-/// The SSO handle: the auth handle it signs people in with, and the OIDC provider cache.
+/// The SSO handle: the auth handle it signs people in with, the OIDC provider cache, and the
+/// guarded HTTP client for provider URLs.
 #[derive(Clone)]
 pub struct Sso {
     auth: Auth,
     providers: Arc<oidc::provider::Providers>,
+    fetcher: fetch::Fetcher,
 }
 
 impl Sso {
-    pub fn new(auth: Auth) -> Sso {
+    /// `allow_private`: `WEBHOOK_ALLOW_PRIVATE`, which lets provider URLs reach private and
+    /// loopback addresses as it lets webhooks.
+    pub fn new(auth: Auth, allow_private: bool) -> Sso {
         Sso {
             auth,
             providers: Arc::new(oidc::provider::Providers::default()),
+            fetcher: fetch::Fetcher::new(allow_private),
         }
     }
 
@@ -147,6 +157,11 @@ impl Sso {
 
     pub(crate) fn providers(&self) -> &oidc::provider::Providers {
         &self.providers
+    }
+
+    /// The guarded client for provider URLs.
+    pub(crate) fn fetcher(&self) -> &fetch::Fetcher {
+        &self.fetcher
     }
 
     /// The key secrets in SSO configurations are sealed under.

@@ -15,7 +15,17 @@ use crate::harness::TestServer;
 use crate::oidc_node::{CLIENT_ID, CLIENT_SECRET, NodeProvider, start_provider};
 use crate::page::{Page, Query};
 use crate::settings::choose;
-use crate::support::{OWNER, owner_page, server_with_owner};
+use crate::support::{OWNER, PASSWORD, owner_page, server_with_owner};
+
+/// A server with `OWNER` whose provider fetches may reach the loopback identity providers
+/// these tests run (the same switch as webhooks: `WEBHOOK_ALLOW_PRIVATE`).
+fn sso_server() -> TestServer {
+    let server = TestServer::builder()
+        .env("WEBHOOK_ALLOW_PRIVATE", "true")
+        .start();
+    server.add_user(OWNER, "owner", PASSWORD);
+    server
+}
 
 /// `lookout org set-plan default <plan>` through the running server's admin socket.
 pub fn set_plan(server: &TestServer, plan: &str) {
@@ -92,7 +102,7 @@ fn a_scim_token_made_in_the_ui_is_shown_once_and_works_until_revoked() {
 
 #[test]
 fn an_owner_sets_up_single_sign_on_and_the_sign_in_page_sends_people_there() {
-    let server = server_with_owner();
+    let server = sso_server();
     let page = owner_page(&server);
     page.goto("/settings/sso");
     page.wait(&Query::heading(1, "Single sign-on"));
@@ -173,7 +183,7 @@ fn through_the_provider(page: &Page, provider: &NodeProvider, login: &str) {
 
 #[test]
 fn a_person_signs_in_through_a_real_openid_provider_in_the_browser() {
-    let server = server_with_owner();
+    let server = sso_server();
     set_plan(&server, "enterprise");
     let provider = start_provider(&server.url("/api/v1/auth/sso/oidc/callback"));
     let page = owner_page(&server);

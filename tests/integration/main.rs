@@ -65,6 +65,7 @@ mod sdk_serving;
 mod search_restart;
 mod settings_api;
 mod setup;
+mod sso_guard;
 mod sso_metadata;
 mod sso_oidc;
 mod sso_oidc_provider;

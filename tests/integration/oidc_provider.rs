@@ -52,6 +52,8 @@ pub struct Behaviour {
     pub expires_in: i64,
     /// Answer the last ID token again, whatever was asked (a replay).
     pub replay_last: bool,
+    /// More claims, set over the others (`null` removes one), e.g. Entra ID's `xms_edov`.
+    pub extra: Value,
 }
 
 impl Behaviour {
@@ -67,6 +69,7 @@ impl Behaviour {
             issuer: None,
             expires_in: 300,
             replay_last: false,
+            extra: json!({}),
         }
     }
 }
@@ -297,6 +300,12 @@ fn token(
     });
     if let Some(amr) = behaviour.amr {
         claims["amr"] = json!(amr);
+    }
+    for (name, value) in behaviour.extra.as_object().into_iter().flatten() {
+        match value {
+            Value::Null => drop(claims.as_object_mut().unwrap().remove(name)),
+            value => claims[name] = value.clone(),
+        }
     }
     let id_token = if behaviour.unsigned {
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);

@@ -12,7 +12,10 @@ use crate::oidc_provider::{Behaviour, Provider, saml_metadata};
 #[test]
 fn saml_metadata_by_url_is_fetched_once_and_bounded() {
     let provider = Provider::start(Behaviour::person("a@example.com", "a"));
-    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     add_user(&server, "owner@example.com", "owner");
     let output = server.cli(&["org", "set-plan", "default", "enterprise"], "");
     assert!(output.status.success(), "{}", text(&output.stderr));

@@ -47,7 +47,10 @@ fn configure(server: &TestServer, owner: &Session, provider: &Provider, extra: V
 
 /// An enterprise org with its owner signed in and OIDC configured against `provider`.
 fn setup(provider: &Provider) -> (TestServer, Session) {
-    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     add_user(&server, "owner@example.com", "owner");
     set_plan(&server, "default", "enterprise");
     let owner = sign_in(&server, "owner@example.com");
@@ -133,7 +136,10 @@ fn audit_actions(server: &TestServer, owner: &Session) -> Vec<Value> {
 #[test]
 fn sso_configuration_is_the_owners_on_the_enterprise_plan_and_keeps_its_secret() {
     let provider = Provider::start(Behaviour::person("a@example.com", "a"));
-    let server = server(&[("API_RATE_PER_MIN", "100000")]);
+    let server = server(&[
+        ("API_RATE_PER_MIN", "100000"),
+        ("WEBHOOK_ALLOW_PRIVATE", "true"),
+    ]);
     add_user(&server, "owner@example.com", "owner");
     add_user(&server, "admin@example.com", "admin");
     let owner = sign_in(&server, "owner@example.com");
@@ -275,7 +281,7 @@ fn a_misbehaving_provider_is_refused_every_way() {
     let (server, owner) = setup(&provider);
     let org = org_id(&owner);
     type Change = fn(&mut Behaviour);
-    let cases: [(&str, Change, &str); 7] = [
+    let cases: [(&str, Change, &str); 8] = [
         (
             "wrong audience",
             |b| b.audience = "someone-else".into(),
@@ -301,6 +307,12 @@ fn a_misbehaving_provider_is_refused_every_way() {
         (
             "e-mail verified as text other than true",
             |b| b.email_verified = json!("yes"),
+            "sso_email_unverified",
+        ),
+        (
+            // Entra ID's domain-owner flag counts only from login.microsoftonline.com.
+            "no email_verified, xms_edov from an issuer that is not Entra ID",
+            |b| b.extra = json!({"email_verified": null, "xms_edov": true}),
             "sso_email_unverified",
         ),
     ];

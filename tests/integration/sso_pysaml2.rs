@@ -3,7 +3,9 @@
 //! under `target/pysaml2/` when needed, trusts its metadata, answers Lookout's AuthnRequest with
 //! pysaml2's signed Response through `tests/fixtures/pysaml2/idp.py`, and posts it to the ACS as
 //! the browser would: the person is signed in; the same Response again, an unsigned one and one
-//! for another audience are refused. Without python3-venv or xmlsec1 it fails naming them.
+//! for another audience are refused. An owner's test sign-in (`test=1`) shows what pysaml2
+//! asserted on the settings page and changes nothing. Without python3-venv or xmlsec1 it fails
+//! naming them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use std::process::Command;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::auth_support::{add_user, server, set_cookie, sign_in};
+use crate::auth_support::{Session, add_user, server, set_cookie, sign_in};
 use crate::harness::{TestServer, http, text};
 use crate::http_basics::{Reply, send};
 
@@ -122,8 +124,9 @@ fn refused(reply: &Reply) {
     assert!(set_cookie(reply, "lookout_session").is_none());
 }
 
-#[test]
-fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are_refused() {
+/// An enterprise organisation trusting pysaml2, its owner signed in, and our SP metadata in a
+/// file for `idp.py`.
+fn setup() -> (TestServer, Session, String, tempfile::NamedTempFile) {
     let server = server(&[("API_RATE_PER_MIN", "100000")]);
     add_user(&server, "owner@example.com", "owner");
     let output = server.cli(&["org", "set-plan", "default", "enterprise"], "");
@@ -142,12 +145,17 @@ fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are
     });
     let saved = owner.write(&server, Method::PUT, "/api/v1/orgs/me/sso", &body);
     assert_eq!(saved.status, 200, "{}", text(&saved.body));
-
     let sp_metadata =
         send(http().get(server.url(&format!("/api/v1/auth/sso/saml/metadata?org={org}"))));
     assert_eq!(sp_metadata.status, 200);
     let sp_file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(sp_file.path(), &sp_metadata.body).expect("SP metadata");
+    (server, owner, org, sp_file)
+}
+
+#[test]
+fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are_refused() {
+    let (server, _owner, org, sp_file) = setup();
     let sp_path = sp_file.path().to_str().expect("utf-8 path");
 
     // Signed in as a new member, from pysaml2's signed Response.
@@ -191,4 +199,65 @@ fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are
         "https://another-sp.example/metadata",
     ]);
     refused(&post(&server, &cookie, &elsewhere, &org));
+}
+
+/// The owner's test start: the AuthnRequest and the attempt cookie.
+fn start_test(server: &TestServer, owner: &Session, org: &str) -> (String, String) {
+    let path = format!("/api/v1/auth/sso/saml/start?org={org}&test=1");
+    let reply = send(owner.request(server, Method::GET, &path));
+    assert_eq!(reply.status, 302, "{}", text(&reply.body));
+    let location = url::Url::parse(reply.header("location")).expect("location");
+    let query: HashMap<_, _> = location.query_pairs().into_owned().collect();
+    let cookie = set_cookie(&reply, ATTEMPT).expect("attempt cookie").value;
+    (query["SAMLRequest"].clone(), cookie)
+}
+
+/// A test's answer: back on the settings page with `query`, and no session.
+fn landed_on_settings(reply: &Reply, query: &str) {
+    assert_eq!(reply.status, 303, "{}", text(&reply.body));
+    assert_eq!(reply.header("location"), format!("/settings/sso?{query}"));
+    assert!(set_cookie(reply, "lookout_session").is_none());
+}
+
+#[test]
+fn a_saml_test_sign_in_shows_what_pysaml2_asserted_and_changes_nothing() {
+    let (server, owner, org, sp_file) = setup();
+    let sp_path = sp_file.path().to_str().expect("utf-8 path");
+    // Owners only, signed in: nobody else may start a test.
+    let path = format!("/api/v1/auth/sso/saml/start?org={org}&test=1");
+    send(http().get(server.url(&path))).problem(401, "unauthorized");
+    let browser = send(http().get(server.url(&path)).header("accept", "text/html"));
+    assert_eq!(browser.status, 303, "{}", text(&browser.body));
+    assert_eq!(
+        browser.header("location"),
+        "/settings/sso?sso_test=failed&code=unauthorized"
+    );
+    let bad = format!("/api/v1/auth/sso/saml/start?org={org}&test=yes");
+    send(owner.request(&server, Method::GET, &bad)).problem(400, "invalid_parameter");
+
+    let (request, cookie) = start_test(&server, &owner, &org);
+    let response = idp(&["respond", sp_path, &request, "tess@saml.example"]);
+    let tested = post(&server, &cookie, &response, &org);
+    landed_on_settings(&tested, "sso_test=ok&email=tess%40saml.example&mfa=0");
+    let members = owner.get(&server, "/api/v1/orgs/me/members");
+    assert_eq!(members.status, 200, "{}", text(&members.body));
+    assert!(
+        !text(&members.body).contains("tess@saml.example"),
+        "a test makes no member: {}",
+        text(&members.body)
+    );
+    // The owner's session is unchanged.
+    assert_eq!(owner.get(&server, "/api/v1/auth/me").status, 200);
+
+    // A refused answer comes back to the settings page with its code.
+    let (request, cookie) = start_test(&server, &owner, &org);
+    let unsigned = idp(&[
+        "respond",
+        sp_path,
+        &request,
+        "tess@saml.example",
+        "--unsigned",
+    ]);
+    let failed = post(&server, &cookie, &unsigned, &org);
+    landed_on_settings(&failed, "sso_test=failed&code=sso_rejected");
 }

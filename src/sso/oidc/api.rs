@@ -60,7 +60,7 @@ fn flag(value: Option<&str>, name: &str) -> Result<bool, SsoError> {
 
 /// Whether the request is a browser's navigation (it accepts HTML): refusals then land on a
 /// page that says why, instead of a problem document the person cannot act on.
-fn navigating(headers: &HeaderMap) -> bool {
+pub(crate) fn navigating(headers: &HeaderMap) -> bool {
     headers
         .get(header::ACCEPT)
         .and_then(|value| value.to_str().ok())

@@ -66,11 +66,6 @@ impl Attempt {
         }
     }
 
-    /// The PKCE S256 challenge of the verifier.
-    pub fn pkce_challenge(&self) -> String {
-        URL_SAFE_NO_PAD.encode(crate::secrets::token_digest(&self.pkce_verifier))
-    }
-
     fn mac(key: &[u8], payload: &str) -> Vec<u8> {
         let mut mac =
             <Hmac<Sha256> as Mac>::new_from_slice(key).expect("hmac takes any key length");

@@ -1,11 +1,12 @@
-//! OpenID Connect sign-in: the authorization code flow with PKCE against each organisation's
-//! provider (`flow.rs`), the attempt cookie (`attempt.rs`), ID-token checks (`id_token.rs`),
-//! the discovery and key-set cache (`provider.rs`), and the routes (`api.rs`).
+//! OpenID Connect sign-in through the `openidconnect` crate: the authorization code flow with
+//! PKCE against each organisation's provider (`flow.rs`), the attempt cookie (`attempt.rs`),
+//! the crate's types and Lookout's added claim rules (`claims.rs`), the discovery and key-set
+//! cache (`provider.rs`), and the routes (`api.rs`).
 
 pub mod api;
 pub mod attempt;
+pub mod claims;
 pub mod flow;
-pub mod id_token;
 pub mod provider;
 
 /// Where providers send the browser back (the redirect URI to register with them).

@@ -1,21 +1,23 @@
-//! What Lookout knows of each OpenID provider: its discovery document and its key set (JWKS),
-//! fetched on first use and cached.
+//! What Lookout knows of each OpenID provider: its metadata (discovery document) with its key
+//! set (JWKS), fetched through `openidconnect` on first use and cached.
 //!
-//! Invariants: a discovery document is used only when its `issuer` equals the configured
-//! issuer exactly; cached entries live `CACHE_TTL`; an ID token signed with a key the cached
-//! set lacks makes one re-fetch of the set (key rotation), at most once per
+//! Invariants: discovery is the crate's (`CoreProviderMetadata::discover`), which uses a
+//! document only when its `issuer` equals the configured issuer (a trailing slash the provider
+//! adds to its own name is tolerated); cached entries live `CACHE_TTL`; an ID token signed with
+//! a key the cached set lacks makes one re-fetch of the set (key rotation), at most once per
 //! `JWKS_REFETCH_FLOOR` per provider, so forged `kid`s cannot make Lookout hammer a provider.
 //! The cache holds at most `MAX_PROVIDERS` entries (issuers come from saved configurations).
-//! Fetches run on blocking threads; no lock is held across them.
+//! Fetches run on blocking threads through the guarded `Fetcher`; no lock is held across them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::{Jwk, JwkSet};
-use serde::Deserialize;
+use openidconnect::core::{CoreJsonWebKeySet, CoreProviderMetadata};
+use openidconnect::{DiscoveryError, IssuerUrl, JsonWebKeySet};
 
-use super::super::{SsoError, fetch};
+use super::super::SsoError;
+use super::super::fetch::{FetchError, Fetcher};
 
 /// How long a discovery document or key set is trusted before it is fetched again.
 pub const CACHE_TTL: Duration = Duration::from_secs(3600);
@@ -26,20 +28,10 @@ pub const MAX_PROVIDERS: usize = 1024;
 /// The largest discovery document or key set accepted, in bytes.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
-/// The parts of an OpenID Provider's discovery document Lookout uses.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Discovery {
-    pub issuer: String,
-    pub authorization_endpoint: String,
-    pub token_endpoint: String,
-    pub jwks_uri: String,
-}
-
 #[derive(Clone)]
 struct Entry {
-    discovery: Discovery,
-    discovered_at: Instant,
-    keys: Option<(JwkSet, Instant)>,
+    metadata: CoreProviderMetadata,
+    fetched_at: Instant,
     last_forced_refetch: Option<Instant>,
 }
 
@@ -49,24 +41,48 @@ pub struct Providers {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
-fn provider_error(what: &str, cause: impl std::fmt::Display) -> SsoError {
-    SsoError::Provider(format!("{what}: {cause}"))
+/// A fetch's failure as an `SsoError`: the guard's refusal keeps its own code.
+pub fn fetch_error(what: &str, cause: FetchError) -> SsoError {
+    match cause {
+        FetchError::Refused(why) => SsoError::DestinationRefused(format!("{what}: {why}")),
+        FetchError::Failed(why) => SsoError::Provider(format!("{what}: {why}")),
+    }
 }
 
-async fn fetch_json<T: serde::de::DeserializeOwned + Send + 'static>(
-    url: String,
-    what: &'static str,
-) -> Result<T, SsoError> {
-    tokio::task::spawn_blocking(move || {
-        let answer = fetch::get(&url, "application/json", MAX_DOCUMENT_BYTES)
-            .map_err(|cause| provider_error(what, cause))?;
-        if answer.status != 200 {
-            return Err(provider_error(what, format!("answered {}", answer.status)));
+fn discovery_error(what: &str, error: DiscoveryError<FetchError>) -> SsoError {
+    match error {
+        DiscoveryError::Request(cause) => fetch_error(what, cause),
+        DiscoveryError::Response(status, _, _) => {
+            SsoError::Provider(format!("{what}: answered {status}"))
         }
-        serde_json::from_slice(&answer.body).map_err(|cause| provider_error(what, cause))
-    })
-    .await
-    .map_err(|cause| provider_error(what, cause))?
+        other => SsoError::Provider(format!("{what}: {other}")),
+    }
+}
+
+fn discover(fetcher: &Fetcher, issuer: &str) -> Result<CoreProviderMetadata, SsoError> {
+    let client = fetcher.bounded(MAX_DOCUMENT_BYTES);
+    let exact = IssuerUrl::new(issuer.to_string())
+        .map_err(|err| SsoError::Provider(format!("issuer: {err}")))?;
+    match CoreProviderMetadata::discover(&exact, &client) {
+        // OpenID Connect Discovery section 4.3: the document must name the issuer asked for;
+        // the configured issuer is kept without a trailing slash, so try the provider's
+        // spelling with one before refusing.
+        Err(DiscoveryError::Validation(why)) => {
+            let slashed = IssuerUrl::new(format!("{issuer}/"))
+                .map_err(|err| SsoError::Provider(format!("issuer: {err}")))?;
+            CoreProviderMetadata::discover(&slashed, &client)
+                .map_err(|_| SsoError::Provider(format!("discovery: {why}")))
+        }
+        other => other.map_err(|err| discovery_error("discovery", err)),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> Result<T, SsoError> + Send + 'static,
+) -> Result<T, SsoError> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|cause| SsoError::Provider(cause.to_string()))?
 }
 
 impl Providers {
@@ -77,7 +93,7 @@ impl Providers {
             .unwrap_or_else(|poison| poison.into_inner());
         entries
             .get(issuer)
-            .filter(|entry| entry.discovered_at.elapsed() < CACHE_TTL)
+            .filter(|entry| entry.fetched_at.elapsed() < CACHE_TTL)
             .cloned()
     }
 
@@ -87,7 +103,7 @@ impl Providers {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         if entries.len() >= MAX_PROVIDERS && !entries.contains_key(issuer) {
-            entries.retain(|_, entry| entry.discovered_at.elapsed() < CACHE_TTL);
+            entries.retain(|_, entry| entry.fetched_at.elapsed() < CACHE_TTL);
             if entries.len() >= MAX_PROVIDERS {
                 entries.clear();
             }
@@ -95,81 +111,74 @@ impl Providers {
         entries.insert(issuer.to_string(), entry);
     }
 
-    /// The discovery document of `issuer` (cached).
-    pub async fn discovery(&self, issuer: &str) -> Result<Discovery, SsoError> {
+    /// The metadata (with its key set) of `issuer`: cached, or discovered.
+    pub async fn metadata(
+        &self,
+        fetcher: &Fetcher,
+        issuer: &str,
+    ) -> Result<CoreProviderMetadata, SsoError> {
         if let Some(entry) = self.cached(issuer) {
-            return Ok(entry.discovery);
+            return Ok(entry.metadata);
         }
-        let url = format!("{issuer}/.well-known/openid-configuration");
-        let discovery: Discovery = fetch_json(url, "discovery").await?;
-        // OpenID Connect Discovery section 4.3: the issuer must be the one asked for.
-        if discovery.issuer.trim_end_matches('/') != issuer {
-            return Err(provider_error(
-                "discovery",
-                "the document names another issuer",
-            ));
-        }
+        let (fetcher, owned) = (fetcher.clone(), issuer.to_string());
+        let metadata = blocking(move || discover(&fetcher, &owned)).await?;
         self.store(
             issuer,
             Entry {
-                discovery: discovery.clone(),
-                discovered_at: Instant::now(),
-                keys: None,
+                metadata: metadata.clone(),
+                fetched_at: Instant::now(),
                 last_forced_refetch: None,
             },
         );
-        Ok(discovery)
+        Ok(metadata)
     }
 
-    /// The key `kid` of `issuer`'s key set: from the cache, or after one re-fetch when the
-    /// cached set lacks it (and the floor allows).
-    pub async fn key(&self, issuer: &str, kid: Option<&str>) -> Result<Jwk, SsoError> {
-        let discovery = self.discovery(issuer).await?;
-        let entry = self.cached(issuer);
-        let cached_keys = entry
-            .as_ref()
-            .and_then(|entry| entry.keys.clone())
-            .filter(|(_, fetched)| fetched.elapsed() < CACHE_TTL)
-            .map(|(keys, _)| keys);
-        if let Some(keys) = &cached_keys {
-            if let Some(key) = find_key(keys, kid) {
-                return Ok(key);
-            }
-            let recently = entry
-                .as_ref()
-                .and_then(|entry| entry.last_forced_refetch)
-                .is_some_and(|at| at.elapsed() < JWKS_REFETCH_FLOOR);
-            if recently {
-                return Err(SsoError::Rejected(
-                    "the ID token's key is not in the provider's key set".to_string(),
-                ));
-            }
+    /// After an ID token named a key the cached set lacks: the metadata with a freshly
+    /// fetched key set, or `None` when the set was re-fetched less than `JWKS_REFETCH_FLOOR`
+    /// ago (the token is then refused as it is).
+    pub async fn refetch_keys(
+        &self,
+        fetcher: &Fetcher,
+        issuer: &str,
+    ) -> Result<Option<CoreProviderMetadata>, SsoError> {
+        let entry = match self.cached(issuer) {
+            Some(entry) => entry,
+            None => Entry {
+                metadata: self.metadata(fetcher, issuer).await?,
+                fetched_at: Instant::now(),
+                last_forced_refetch: None,
+            },
+        };
+        let recently = entry
+            .last_forced_refetch
+            .is_some_and(|at| at.elapsed() < JWKS_REFETCH_FLOOR);
+        if recently {
+            return Ok(None);
         }
-        let forced = cached_keys.is_some();
-        let keys: JwkSet = fetch_json(discovery.jwks_uri.clone(), "key set").await?;
+        // Noted before the fetch, so concurrent unknown keys make one fetch, not many.
         let now = Instant::now();
-        let mut updated = entry.unwrap_or(Entry {
-            discovery,
-            discovered_at: now,
-            keys: None,
-            last_forced_refetch: None,
-        });
-        updated.keys = Some((keys.clone(), now));
-        if forced {
-            updated.last_forced_refetch = Some(now);
-        }
-        self.store(issuer, updated);
-        find_key(&keys, kid).ok_or_else(|| {
-            SsoError::Rejected("the ID token's key is not in the provider's key set".to_string())
+        self.store(
+            issuer,
+            Entry {
+                last_forced_refetch: Some(now),
+                ..entry.clone()
+            },
+        );
+        let (owned, url) = (fetcher.clone(), entry.metadata.jwks_uri().clone());
+        let keys: CoreJsonWebKeySet = blocking(move || {
+            JsonWebKeySet::fetch(&url, &owned.bounded(MAX_DOCUMENT_BYTES))
+                .map_err(|err| discovery_error("key set", err))
         })
-    }
-}
-
-/// The key named `kid`, or the only signing key when the token names none.
-fn find_key(keys: &JwkSet, kid: Option<&str>) -> Option<Jwk> {
-    match kid {
-        Some(kid) => keys.find(kid).cloned(),
-        None if keys.keys.len() == 1 => keys.keys.first().cloned(),
-        None => None,
+        .await?;
+        let metadata = entry.metadata.set_jwks(keys);
+        self.store(
+            issuer,
+            Entry {
+                metadata: metadata.clone(),
+                fetched_at: entry.fetched_at,
+                last_forced_refetch: Some(now),
+            },
+        );
+        Ok(Some(metadata))
     }
 }

@@ -15,12 +15,13 @@ use utoipa_axum::routes;
 
 use super::flow::{self, Departure};
 use super::{ATTEMPT_COOKIE, ATTEMPT_LIFETIME, MAX_RESPONSE_BYTES, ServiceProvider};
-use crate::accounts::model::{OrgId, Plan};
-use crate::auth::Auth;
+use crate::accounts::model::{OrgId, Plan, Role};
+use crate::auth::{Auth, Caller};
 use crate::http::extract::{BodyRules, read_body};
 use crate::http::query::{filters, parameter_error};
 use crate::http::{ApiError, ClientAddr, ErrorCode, problems};
-use crate::sso::{Sso, SsoError, browser_answer};
+use crate::sso::oidc::api::navigating;
+use crate::sso::{Landing, Sso, SsoError, browser_answer_to};
 use crate::store::Store;
 
 /// The media type of SAML metadata (OASIS SAML metadata, section 4.1).
@@ -112,18 +113,70 @@ fn attempt_cookie(value: String, secure: bool) -> HeaderValue {
     HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// `test=1` (an owner's test sign-in) → true; absent, empty or `0` → false; else 400.
+fn test_parameter(query: Option<&str>) -> Result<bool, ApiError> {
+    match filters(query, &["test"])?.get("test").map(String::as_str) {
+        None | Some("0") | Some("") => Ok(false),
+        Some("1") => Ok(true),
+        Some(_) => Err(parameter_error("test must be 1 or 0")),
+    }
+}
+
+/// A test sign-in is an owner's, signed in to the organisation tested.
+fn require_tester(caller: Result<Caller, ApiError>, org: &OrgId) -> Result<(), ApiError> {
+    let caller = caller?;
+    if &caller.org_id != org || caller.role != Role::Owner {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only the organisation's owners test its single sign-on, signed in to it",
+        ));
+    }
+    Ok(())
+}
+
 /// Starts a SAML sign-in: 302 to the organisation's IdP with an AuthnRequest (or, for an IdP
-/// without the HTTP-Redirect binding, a page posting it).
+/// without the HTTP-Redirect binding, a page posting it). With `test=1` an owner's test
+/// sign-in: the IdP's answer is checked and shown on the settings page
+/// (`/settings/sso?sso_test=ok&email=…`); nobody signs in and nothing changes.
 #[utoipa::path(get, path = "/api/v1/auth/sso/saml/start", tag = "sso",
-    params(("org" = String, Query, description = "the organisation's id (`org_…`)")),
+    params(("org" = String, Query, description = "the organisation's id (`org_…`)"),
+        ("test" = Option<String>, Query, description = "`1` for an owner's test sign-in (a session of an owner of `org` required)")),
     responses((status = 302, description = "to the IdP's sign-on URL with `SAMLRequest` and `RelayState`, setting the attempt cookie"),
         (status = 200, description = "a form posting the AuthnRequest, for an IdP with the HTTP-POST binding only", body = String, content_type = "text/html"),
         problems::Invalid,
         (status = 403, description = "plan_required on the free plan", body = crate::http::error::Problem, content_type = "application/problem+json"),
+        problems::Unauthenticated,
         (status = 404, description = "sso_not_configured", body = crate::http::error::Problem, content_type = "application/problem+json")))]
-async fn start(State(sso): State<Sso>, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+async fn start(
+    State(sso): State<Sso>,
+    RawQuery(query): RawQuery,
+    caller: Result<Caller, ApiError>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let org = org_parameter(query.as_deref())?;
-    let (departure, cookie) = flow::start(&sso, &org).await?;
+    let test = test_parameter(query.as_deref())?;
+    let started = match test {
+        true => match require_tester(caller, &org) {
+            Ok(()) => flow::start(&sso, &org, true).await.map_err(ApiError::from),
+            Err(refusal) => Err(refusal),
+        },
+        false => flow::start(&sso, &org, false).await.map_err(ApiError::from),
+    };
+    let (departure, cookie) = match started {
+        Ok(started) => started,
+        // The settings page's button is a navigation: show why there, not a problem document.
+        Err(problem) if test && navigating(&headers) => {
+            return Ok((
+                StatusCode::SEE_OTHER,
+                [(
+                    header::LOCATION,
+                    Landing::Test.refused(problem.code.as_str()),
+                )],
+            )
+                .into_response());
+        }
+        Err(problem) => return Err(problem),
+    };
     let cookie = attempt_cookie(cookie, sso.auth().settings().cookie_secure);
     let mut response = match departure {
         Departure::Redirect(location) => {
@@ -164,7 +217,7 @@ fn post_page(action: &str, fields: &[(String, String)]) -> String {
 /// The ACS: the IdP posts `SAMLResponse` and `RelayState` here (HTTP-POST binding).
 #[utoipa::path(post, path = "/api/v1/auth/sso/saml/acs", tag = "sso",
     request_body(content_type = "application/x-www-form-urlencoded", description = "`SAMLResponse` (base64) and `RelayState`"),
-    responses((status = 303, description = "to `/` signed in, to the code step, or to `/login?sso_error=<code>`"),
+    responses((status = 303, description = "to `/` signed in, to the code step, or to `/login?sso_error=<code>`; a test sign-in to `/settings/sso?sso_test=ok&email=…` or `?sso_test=failed&code=…`"),
         problems::TooLarge))]
 async fn assertion_consumer_service(
     State(sso): State<Sso>,
@@ -186,13 +239,14 @@ async fn assertion_consumer_service(
     let cookie = jar
         .get(ATTEMPT_COOKIE)
         .map(|cookie| cookie.value().to_owned());
+    let landing = flow::landing(&sso, cookie.as_deref());
     let result = match acs_fields(&body) {
         Ok((saml_response, relay_state)) => {
             flow::consume(&sso, saml_response, relay_state, cookie.as_deref(), client).await
         }
         Err(error) => Err(error),
     };
-    let mut response = browser_answer(&sso, result);
+    let mut response = browser_answer_to(&sso, result, landing);
     let secure = sso.auth().settings().cookie_secure;
     response
         .headers_mut()

@@ -1,6 +1,6 @@
 //! The browser's pending SAML sign-in: which AuthnRequest it started, for which organisation,
-//! until when. It lives in an HMAC-signed cookie, so an unauthenticated caller makes the server
-//! store nothing.
+//! until when, and whether it is an owner's test sign-in. It lives in an HMAC-signed cookie, so
+//! an unauthenticated caller makes the server store nothing.
 //!
 //! Invariants: a cookie is accepted only with a valid MAC under the server's key and before its
 //! expiry; its fields cannot contain the separator, so no two attempts encode alike. The cookie
@@ -19,7 +19,7 @@ pub const ATTEMPT_LIFETIME: i64 = 600;
 /// The longest cookie value read; anything longer is refused before any work.
 const MAX_COOKIE_BYTES: usize = 512;
 const SEPARATOR: char = '|';
-const VERSION: &str = "v1";
+const VERSION: &str = "v2";
 
 /// The MAC key of attempt cookies (derived by the caller from the server's own key).
 #[derive(Clone)]
@@ -45,6 +45,8 @@ pub struct Attempt {
     pub org: String,
     /// Unix seconds after which the attempt is void.
     pub expires_at: i64,
+    /// An owner's test sign-in (`test=1`): the answer is checked and shown, nobody signs in.
+    pub test: bool,
 }
 
 impl Attempt {
@@ -58,8 +60,11 @@ impl Attempt {
             return None;
         }
         let payload = format!(
-            "{VERSION}{SEPARATOR}{}{SEPARATOR}{}{SEPARATOR}{}",
-            self.request_id, self.org, self.expires_at
+            "{VERSION}{SEPARATOR}{}{SEPARATOR}{}{SEPARATOR}{}{SEPARATOR}{}",
+            self.request_id,
+            self.org,
+            self.expires_at,
+            if self.test { "test" } else { "sign-in" }
         );
         let mut mac = key.mac();
         mac.update(payload.as_bytes());
@@ -84,7 +89,8 @@ impl Attempt {
         mac.verify_slice(&tag).ok()?;
         let payload = String::from_utf8(payload).ok()?;
         let mut fields = payload.split(SEPARATOR);
-        let (version, request_id, org, expires_at) = (
+        let (version, request_id, org, expires_at, purpose) = (
+            fields.next()?,
             fields.next()?,
             fields.next()?,
             fields.next()?,
@@ -93,6 +99,11 @@ impl Attempt {
         if version != VERSION || fields.next().is_some() {
             return None;
         }
+        let test = match purpose {
+            "test" => true,
+            "sign-in" => false,
+            _ => return None,
+        };
         let expires_at: i64 = expires_at.parse().ok()?;
         if now >= expires_at {
             return None;
@@ -101,6 +112,7 @@ impl Attempt {
             request_id: request_id.to_owned(),
             org: org.to_owned(),
             expires_at,
+            test,
         })
     }
 }
@@ -114,6 +126,7 @@ mod tests {
             request_id: "_2a1b".into(),
             org: "org_01J".into(),
             expires_at: 1_000,
+            test: false,
         }
     }
 
@@ -127,6 +140,12 @@ mod tests {
             None,
             "expired at expires_at"
         );
+        let test = Attempt {
+            test: true,
+            ..attempt()
+        };
+        let sealed = test.seal(&key).expect("seal");
+        assert_eq!(Attempt::open(&sealed, &key, 999), Some(test));
     }
 
     #[test]
@@ -147,7 +166,10 @@ mod tests {
             "forged by another key"
         );
         let (payload, tag) = value.split_once('.').unwrap();
-        let swapped = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(b"v1|_x|org_01J|1000"));
+        let swapped = format!(
+            "{}.{tag}",
+            URL_SAFE_NO_PAD.encode(b"v2|_x|org_01J|1000|sign-in")
+        );
         assert_eq!(Attempt::open(&swapped, &key, 0), None, "payload changed");
         assert_eq!(Attempt::open(payload, &key, 0), None, "no tag");
         assert_eq!(

@@ -1,6 +1,6 @@
 //! The SAML sign-in over the SSO foundation: start (an AuthnRequest and the attempt cookie)
 //! and the ACS (a posted Response verified, its assertion id recorded against replay, then
-//! `sso::finish`).
+//! `sso::finish`, or for an owner's test sign-in only what the IdP asserted).
 //!
 //! Invariants: the ACS writes to the store only after `verify_response` accepted a Response
 //! signed by the organisation's IdP (the replay row, then what `finish` writes); the RSA work
@@ -16,7 +16,7 @@ use super::{
 };
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
-use crate::sso::{Asserted, Finished, Protocol, Sso, SsoError, config_for};
+use crate::sso::{Asserted, Finished, Landing, Protocol, Sso, SsoError, config_for};
 
 /// Where `start` sends the browser.
 pub enum Departure {
@@ -45,8 +45,9 @@ async fn parties(sso: &Sso, org: &OrgId) -> Result<(IdpMetadata, ServiceProvider
     Ok((idp, sp))
 }
 
-/// Starts a sign-in at `org`'s IdP: where to send the browser, and the sealed attempt cookie.
-pub async fn start(sso: &Sso, org: &OrgId) -> Result<(Departure, String), SsoError> {
+/// Starts a sign-in at `org`'s IdP (only checking its answer when `test`): where to send the
+/// browser, and the sealed attempt cookie.
+pub async fn start(sso: &Sso, org: &OrgId, test: bool) -> Result<(Departure, String), SsoError> {
     let (idp, sp) = parties(sso, org).await?;
     let started = sp
         .start(&idp, org.as_str())
@@ -55,6 +56,7 @@ pub async fn start(sso: &Sso, org: &OrgId) -> Result<(Departure, String), SsoErr
         request_id: started.request_id,
         org: org.to_string(),
         expires_at: unix_seconds(sso.auth().clock().now()) + ATTEMPT_LIFETIME,
+        test,
     };
     let cookie = attempt
         .seal(&attempt_key(sso))
@@ -69,7 +71,18 @@ pub async fn start(sso: &Sso, org: &OrgId) -> Result<(Departure, String), SsoErr
     Ok((departure, cookie))
 }
 
-/// The ACS: verifies `saml_response` for the attempt in `cookie` and signs the person in.
+/// Where the browser of the attempt in `cookie` lands: the settings page for a test sign-in,
+/// the sign-in page otherwise (a missing or altered cookie included).
+pub fn landing(sso: &Sso, cookie: Option<&str>) -> Landing {
+    let now = unix_seconds(sso.auth().clock().now());
+    match cookie.and_then(|value| Attempt::open(value, &attempt_key(sso), now)) {
+        Some(attempt) if attempt.test => Landing::Test,
+        _ => Landing::SignIn,
+    }
+}
+
+/// The ACS: verifies `saml_response` for the attempt in `cookie` and signs the person in (or,
+/// for a test attempt, answers what the IdP asserted: nobody signs in, nothing is created).
 pub async fn consume(
     sso: &Sso,
     saml_response: String,
@@ -82,6 +95,7 @@ pub async fn consume(
         .and_then(|value| Attempt::open(value, &attempt_key(sso), unix_seconds(now)))
         .ok_or(SsoError::AttemptInvalid)?;
     let org = OrgId::parse(&attempt.org).map_err(|_| SsoError::AttemptInvalid)?;
+    let test = attempt.test;
     let (idp, sp) = parties(sso, &org).await?;
     let at = UNIX_EPOCH + Duration::from_millis(now.unix_millis().max(0).unsigned_abs());
     let verified = tokio::task::spawn_blocking(move || {
@@ -105,6 +119,12 @@ pub async fn consume(
     }
     let email = crate::accounts::model::normalize_email(&verified.email)
         .map_err(|_| SsoError::EmailUnverified)?;
+    if test {
+        return Ok(Finished::Tested {
+            email,
+            mfa: verified.mfa,
+        });
+    }
     let asserted = Asserted {
         org,
         issuer: verified.issuer,

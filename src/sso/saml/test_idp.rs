@@ -62,6 +62,7 @@ pub fn attempt() -> Attempt {
         request_id: REQUEST_ID.into(),
         org: ORG.into(),
         expires_at: i64::MAX,
+        test: false,
     }
 }
 

@@ -144,12 +144,13 @@ function TestResult({ query }) {
     <p>${ssoErrorText(query.get("code"))} (<code>${query.get("code") || "sso_rejected"}</code>)</p></div>`;
 }
 
-function TestSignIn() {
+function TestSignIn({ saved }) {
   const org = encodeURIComponent(me.value.org.id);
   return html`<div>
     <p>Runs a sign-in with the saved settings and shows what the provider asserted, without changing your session.</p>
     <div class="page-actions">
-      <a class="button" href=${`/api/v1/auth/sso/oidc/start?org=${org}&test=1`}>Test OpenID Connect sign-in</a>
+      ${saved.oidc && html`<a class="button" href=${`/api/v1/auth/sso/oidc/start?org=${org}&test=1`}>Test OpenID Connect sign-in</a>`}
+      ${saved.saml && html`<a class="button" href=${`/api/v1/auth/sso/saml/start?org=${org}&test=1`}>Test SAML sign-in</a>`}
     </div>
   </div>`;
 }
@@ -169,7 +170,7 @@ export default function SsoPage({ query }) {
         <${TestResult} query=${query} />
         <${Panel} title="Service provider details"><${ProviderFacts} sp=${saved && saved.service_provider} /><//>
         ${saved && html`<${Panel} title="Identity provider"><${SsoForm} saved=${saved} onSaved=${setSaved} /><//>`}
-        ${saved && saved.oidc && html`<${Panel} title="Test sign-in"><${TestSignIn} /><//>`}
+        ${saved && (saved.oidc || saved.saml) && html`<${Panel} title="Test sign-in"><${TestSignIn} saved=${saved} /><//>`}
       </div>`}
   <//>`;
 }

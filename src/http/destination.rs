@@ -1,11 +1,12 @@
-//! Destination checks for webhook URLs (server-side request forgery).
+//! Destination checks for outbound URLs (server-side request forgery): webhook channels, and
+//! the identity providers SSO fetches from (discovery, key sets, token endpoints, SAML metadata).
 //!
-//! Invariants: unless `WEBHOOK_ALLOW_PRIVATE=true`, a channel URL must be `http` or `https`
+//! Invariants: unless `WEBHOOK_ALLOW_PRIVATE=true`, a destination URL must be `http` or `https`
 //! and must not name, or resolve to, a loopback, private, link-local, CGNAT, unspecified,
 //! multicast, documentation or cloud-metadata address, in IPv4, IPv6 or IPv4-mapped/compatible
-//! IPv6 form. The same `address_allowed` check runs twice: on the URL when a channel is saved
+//! IPv6 form. The same `address_allowed` check runs twice: on the URL when it is saved
 //! (`check_url`) and on every address the resolver hands to the connector at send time
-//! (`worker.rs`), so a name that later resolves somewhere private (DNS rebinding) is refused
+//! (`outbound::GuardedResolver`), so a name that later resolves somewhere private (DNS rebinding) is refused
 //! on the address actually connected to. Numeric spellings such as `127.1`, `2130706433` and
 //! `0x7f000001` are normalised by the WHATWG URL parser before the check, so they cannot slip by.
 
@@ -13,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
-/// Why a destination was refused; the text is shown to the admin saving the channel.
+/// Why a destination was refused; the text is shown to the admin saving the URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DestinationError {
     #[error("url: not a valid absolute URL")]
@@ -22,13 +23,13 @@ pub enum DestinationError {
     Scheme(String),
     #[error("url: must not carry a user name or password")]
     Credentials,
-    #[error("url: host {0} is a {1} address, which webhooks may not reach")]
+    #[error("url: host {0} is a {1} address, which outbound requests may not reach")]
     Address(IpAddr, &'static str),
     #[error("url: host {0} names this machine or an internal service")]
     InternalName(String),
 }
 
-/// Parses and checks a channel URL. With `allow_private` only the scheme and shape are checked.
+/// Parses and checks a destination URL. With `allow_private` only the scheme and shape are checked.
 pub fn check_url(text: &str, allow_private: bool) -> Result<Url, DestinationError> {
     let url = Url::parse(text.trim()).map_err(|_| DestinationError::Malformed)?;
     match url.scheme() {
@@ -71,7 +72,7 @@ fn refuse_address(ip: IpAddr) -> Result<(), DestinationError> {
     }
 }
 
-/// Whether a webhook may connect to `ip` (the send-time check on resolved addresses).
+/// Whether an outbound request may connect to `ip` (the send-time check on resolved addresses).
 pub fn address_allowed(ip: IpAddr, allow_private: bool) -> Result<(), DestinationError> {
     if allow_private {
         return Ok(());
