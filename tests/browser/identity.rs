@@ -144,7 +144,7 @@ fn an_owner_sets_up_single_sign_on_and_the_sign_in_page_sends_people_there() {
     // Someone at that domain is sent to the provider; its failure comes back in words.
     let visitor = Page::open(&server);
     visitor.goto("/login");
-    visitor.click_role("button", "Use single sign-on (SSO)");
+    visitor.click_role("link", "Sign in with SSO");
     visitor.fill_label("Work e-mail", "someone@example.org");
     visitor.click_role("button", "Continue with SSO");
     visitor.wait(&Query::heading(2, "Single sign-on failed"));
@@ -154,7 +154,7 @@ fn an_owner_sets_up_single_sign_on_and_the_sign_in_page_sends_people_there() {
 
     // An address at another domain is told single sign-on is not set up for it.
     visitor.goto("/login");
-    visitor.click_role("button", "Use single sign-on (SSO)");
+    visitor.click_role("link", "Sign in with SSO");
     visitor.fill_label("Work e-mail", "someone@elsewhere.example");
     visitor.click_role("button", "Continue with SSO");
     visitor.wait_text("Single sign-on is not set up for that organisation or e-mail domain.");
@@ -210,7 +210,7 @@ fn a_person_signs_in_through_a_real_openid_provider_in_the_browser() {
     // Someone at the domain signs in: they land on the overview as a new member.
     let visitor = Page::open(&server);
     visitor.goto("/login");
-    visitor.click_role("button", "Use single sign-on (SSO)");
+    visitor.click_role("link", "Sign in with SSO");
     visitor.fill_label("Work e-mail", "dana@corp.example");
     visitor.click_role("button", "Continue with SSO");
     through_the_provider(&visitor, &provider, "dana@corp.example");

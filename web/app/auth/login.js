@@ -112,11 +112,11 @@ const SSO_ERRORS = {
   sso_state_invalid: "This sign-in took too long or was started in another browser. Start again.",
   sso_replayed: "That answer from your identity provider was already used. Start again.",
   sso_provider_unavailable: "Your identity provider could not be reached. Try again in a moment.",
-  sso_required: "This organisation signs in through its identity provider: choose \"Use single sign-on (SSO)\" below.",
+  sso_required: "This organisation signs in through its identity provider: choose \"Sign in with SSO\" below.",
 };
 export const ssoErrorText = (code) => SSO_ERRORS[code] || "Single sign-on did not complete: the identity provider's answer was refused. Try again, or ask an owner to check the settings.";
 
-/** "Use single sign-on": the work e-mail's domain (or `?org=`) finds the organisation's identity provider. */
+/** "Sign in with SSO" (a link, so the password form's "Sign in" stays the page's one button of that name): the work e-mail's domain (or `?org=`) finds the organisation's identity provider. */
 function SsoStep({ org }) {
   const [open, setOpen] = useState(false);
   const [email, setEmail] = useState("");
@@ -132,11 +132,12 @@ function SsoStep({ org }) {
     const protocol = (found.protocols || []).includes("oidc") ? "oidc" : "saml";
     window.location.assign(`/api/v1/auth/sso/${protocol}/start?org=${encodeURIComponent(found.org_id)}`);
   });
-  // With `?org=` the organisation is known: the button goes straight to its provider.
+  // With `?org=` the organisation is known: the link goes straight to its provider.
   if (!open || org) {
     return html`<div class="sso-choice">
       <${ErrorSummary} problem=${form.problem} title="Single sign-on unavailable" />
-      <p><button type="button" disabled=${form.busy} onClick=${() => (org ? form.submit() : setOpen(true))}>Use single sign-on (SSO)</button></p>
+      <p><a href=${org ? `/login?org=${encodeURIComponent(org)}` : "/login"} aria-disabled=${form.busy ? "true" : undefined}
+        onClick=${(event) => { event.preventDefault(); if (!form.busy) { if (org) form.submit(); else setOpen(true); } }}>Sign in with SSO</a></p>
     </div>`;
   }
   return html`<form onSubmit=${form.submit} novalidate class="sso-choice">
