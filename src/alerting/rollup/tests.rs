@@ -141,12 +141,22 @@ fn merging_keeps_bins_sorted() {
     assert_eq!(a.count, 3);
 }
 
+/// Organisation, metric, service, environment, second and span duration of one item.
+type Item<'a> = (
+    &'a OrgId,
+    Metric,
+    Option<&'a str>,
+    Option<&'a str>,
+    i64,
+    f64,
+);
+
 #[test]
 fn a_folded_batch_adds_what_its_items_add_one_by_one() {
     let (web, shop) = (OrgId::generate(), OrgId::generate());
     // Runs of alike items broken by others: another organisation, service, environment,
     // second and metric, spans with durations, and items without a service.
-    let items: Vec<(&OrgId, Metric, Option<&str>, Option<&str>, i64, f64)> = (0..400_i64)
+    let items: Vec<Item> = (0..400_i64)
         .map(|n| {
             let org = if n % 97 == 0 { &shop } else { &web };
             let metric = match n % 41 {
