@@ -18,7 +18,7 @@ use super::fingerprint::Fingerprint;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
 use crate::store::ages::{self, Kind};
-use crate::store::codec::decode;
+use crate::store::codec::{Encoded, decode};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
 
 /// The age index tag of a error event (in stored keys: never changes).
@@ -38,6 +38,9 @@ const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
 pub struct EventBatch {
     events: Vec<ErrorEvent>,
     fingerprints: Vec<Fingerprint>,
+    /// Each event's record, encoded (JSON, zstd) without its group, which the write adds as
+    /// the record's tag: the encoding is done here, not on the store's writer thread.
+    encoded: Vec<Option<Encoded<ErrorEvent>>>,
     home: Option<oneshot::Sender<Vec<ErrorEvent>>>,
 }
 
@@ -48,9 +51,22 @@ impl EventBatch {
     /// A batch whose events are dropped with it.
     pub fn new(events: Vec<ErrorEvent>) -> EventBatch {
         let fingerprints = events.iter().map(groups::fingerprint_of).collect();
+        // An event without a group yet (as every new one is) is encoded now; one that has a
+        // group (a test's) or cannot be encoded is encoded whole by the write.
+        let encoded = events
+            .iter()
+            .map(|event| {
+                event
+                    .group_id
+                    .is_none()
+                    .then(|| Encoded::new(event).ok())
+                    .flatten()
+            })
+            .collect();
         EventBatch {
             events,
             fingerprints,
+            encoded,
             home: None,
         }
     }
@@ -189,7 +205,10 @@ pub fn store_batches(
         for &index in kept {
             let event = &batch.events[index];
             let key = event.key(org);
-            records.insert(&key, event)?;
+            match (&batch.encoded[index], &event.group_id) {
+                (Some(encoded), Some(group)) => records.insert_tagged(&key, encoded, group)?,
+                _ => records.insert(&key, event)?,
+            }
             if let Some(session) = &event.session_id {
                 let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
                 session_events.insert(&session_key, "")?;
