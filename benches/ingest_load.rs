@@ -28,6 +28,7 @@ use tokio::net::TcpStream;
 
 use support::{
     api_key, cpu_seconds, disk_bytes, env_number, sign_in_owner, start_server, status_kib,
+    thread_cpu_seconds,
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
@@ -334,6 +335,7 @@ fn main() {
         .collect();
     std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
     let (server_cpu_before, own_cpu_before) = (cpu_total(&pid), cpu_total("self"));
+    let threads_before = thread_cpu_seconds(&pid);
     let load_before = load_average();
     std::thread::sleep(Duration::from_secs(seconds));
     stop.store(true, Ordering::Relaxed);
@@ -342,6 +344,7 @@ fn main() {
         cpu_total(&pid) - server_cpu_before,
         cpu_total("self") - own_cpu_before,
     );
+    let threads_after = thread_cpu_seconds(&pid);
     let reports: Vec<ClientReport> = runtime.block_on(async {
         let mut reports = Vec::new();
         for task in tasks {
@@ -433,6 +436,30 @@ fn main() {
     println!(
         "server CPU {server_cpu:.1} s ({:.1} µs per accepted event); bench client CPU {own_cpu:.1} s",
         server_cpu * 1e6 / accepted.max(1) as f64
+    );
+    // Threads that ended during the window are missing from both readings; the rest is exact.
+    let mut per_thread: Vec<(String, f64)> = threads_after
+        .iter()
+        .map(|(name, after)| {
+            let before = threads_before.get(name).copied().unwrap_or(0.0);
+            (name.clone(), after - before)
+        })
+        .filter(|(_, seconds)| *seconds > 0.0)
+        .collect();
+    per_thread.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let shares: Vec<String> = per_thread
+        .iter()
+        .map(|(name, seconds)| {
+            format!(
+                "{name} {:.1} µs ({:.2} cores)",
+                seconds * 1e6 / accepted.max(1) as f64,
+                seconds / window
+            )
+        })
+        .collect();
+    println!(
+        "server CPU per accepted event by thread: {}",
+        shares.join(", ")
     );
     let per_event = |bytes: u64, before: u64| bytes.saturating_sub(before) as f64 / stored.max(1.0);
     let mib = |bytes: u64| bytes as f64 / 1_048_576.0;

@@ -153,6 +153,36 @@ pub fn cpu_seconds(pid: &str) -> (f64, f64) {
     (seconds(11), seconds(12))
 }
 
+/// CPU seconds (user and system) of each thread of process `pid`, summed by thread name
+/// (`store-writer`, `tokio-runtime-w`, ...).
+pub fn thread_cpu_seconds(pid: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_string();
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        let seconds = |index: usize| {
+            fields
+                .get(index)
+                .and_then(|field| field.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / ticks
+        };
+        *by_name.entry(name).or_insert(0.0) += seconds(11) + seconds(12);
+    }
+    by_name
+}
+
 /// `/healthz`'s body, once the server answers it.
 pub fn health(base: &str) -> Option<Value> {
     reqwest::blocking::get(format!("{base}/healthz"))

@@ -78,6 +78,13 @@ pub struct ErrorEvent {
 
 impl Record for ErrorEvent {
     const KIND: &'static str = "error event";
+
+    /// An event is encoded on the request's thread, before the write knows its group
+    /// (`EventBatch`); the group id is stored as the record's tag.
+    fn attach_tag(&mut self, tag: &str) -> bool {
+        self.group_id = Some(tag.to_string());
+        true
+    }
 }
 
 impl ErrorEvent {

@@ -18,7 +18,7 @@ use super::fingerprint::Fingerprint;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
 use crate::store::ages::{self, Kind};
-use crate::store::codec::decode;
+use crate::store::codec::{Encoded, decode};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
 
 /// The age index tag of a error event (in stored keys: never changes).
@@ -38,6 +38,9 @@ const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
 pub struct EventBatch {
     events: Vec<ErrorEvent>,
     fingerprints: Vec<Fingerprint>,
+    /// Each event's record, encoded (JSON, zstd) without its group, which the write adds as
+    /// the record's tag: the encoding is done here, not on the store's writer thread.
+    encoded: Vec<Option<Encoded<ErrorEvent>>>,
     home: Option<oneshot::Sender<Vec<ErrorEvent>>>,
 }
 
@@ -48,9 +51,22 @@ impl EventBatch {
     /// A batch whose events are dropped with it.
     pub fn new(events: Vec<ErrorEvent>) -> EventBatch {
         let fingerprints = events.iter().map(groups::fingerprint_of).collect();
+        // An event without a group yet (as every new one is) is encoded now; one that has a
+        // group (a test's) or cannot be encoded is encoded whole by the write.
+        let encoded = events
+            .iter()
+            .map(|event| {
+                event
+                    .group_id
+                    .is_none()
+                    .then(|| Encoded::new(event).ok())
+                    .flatten()
+            })
+            .collect();
         EventBatch {
             events,
             fingerprints,
+            encoded,
             home: None,
         }
     }
@@ -88,7 +104,7 @@ impl ReturnedEvents {
 /// What one batch's write stored: every event of the batch is accepted (stored now, or
 /// acknowledged again when its client id was stored before); those stored now are listed by
 /// their index in the batch.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StoredEvents {
     accepted: usize,
     stored: Vec<usize>,
@@ -125,39 +141,57 @@ pub fn store_events(
     org: &OrgId,
     batch: &mut EventBatch,
 ) -> Result<StoredEvents, StoreError> {
-    let (events, fingerprints) = (&mut batch.events, &batch.fingerprints);
-    // One pass per table, each held open for the whole batch (`IndexWriter`). First the
-    // client ids: an id stored before (or earlier in this batch) means a retry, not stored again.
-    let mut stored = Vec::with_capacity(events.len());
+    let mut stored = store_batches(txn, org, std::slice::from_mut(batch))?;
+    Ok(stored.pop().unwrap_or_default())
+}
+
+/// `store_events` for several batches of one organisation (concurrent requests written
+/// together, `writes.rs`), in batch order: each group is loaded and written back, each rollup
+/// row and service record updated, and each table opened once for all of them.
+pub fn store_batches(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    batches: &mut [EventBatch],
+) -> Result<Vec<StoredEvents>, StoreError> {
+    // One pass per table, each held open for every batch (`IndexWriter`). First the client
+    // ids: an id stored before (or earlier in these batches) means a retry, not stored again.
+    let mut stored: Vec<Vec<usize>> = Vec::with_capacity(batches.len());
     let mut client_ids = EVENT_CLIENT_IDS.writer(txn)?;
-    for (index, event) in events.iter().enumerate() {
-        if let Some(client_id) = &event.event_id {
-            let index_key = tables::composite_key(org.as_str(), client_id);
-            if client_ids.contains(&index_key)? {
-                continue;
+    for batch in batches.iter() {
+        let mut kept = Vec::with_capacity(batch.events.len());
+        for (index, event) in batch.events.iter().enumerate() {
+            if let Some(client_id) = &event.event_id {
+                let index_key = tables::composite_key(org.as_str(), client_id);
+                if client_ids.contains(&index_key)? {
+                    continue;
+                }
+                client_ids.insert(&index_key, event.id.as_str())?;
             }
-            client_ids.insert(&index_key, event.id.as_str())?;
+            kept.push(index);
         }
-        stored.push(index);
+        stored.push(kept);
     }
     drop(client_ids);
 
     let mut grouping = Grouping::new(txn, org)?;
     let mut rollups = RollupBatch::new();
-    for &index in &stored {
-        let (event, fingerprint) = (&mut events[index], &fingerprints[index]);
-        let (group, opened) = grouping.assign(txn, event, fingerprint)?;
-        event.group_id = Some(group.to_string());
-        let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
-        rollups.count(org, Metric::Errors, service, environment, event.received_at);
-        if opened {
-            rollups.count(
-                org,
-                Metric::NewGroups,
-                service,
-                environment,
-                event.received_at,
-            );
+    for (batch, kept) in batches.iter_mut().zip(&stored) {
+        let (events, fingerprints) = (&mut batch.events, &batch.fingerprints);
+        for &index in kept {
+            let (event, fingerprint) = (&mut events[index], &fingerprints[index]);
+            let (group, opened) = grouping.assign(txn, event, fingerprint)?;
+            event.group_id = Some(group.to_string());
+            let (service, environment) = (event.service.as_deref(), event.environment.as_deref());
+            rollups.count(org, Metric::Errors, service, environment, event.received_at);
+            if opened {
+                rollups.count(
+                    org,
+                    Metric::NewGroups,
+                    service,
+                    environment,
+                    event.received_at,
+                );
+            }
         }
     }
     grouping.finish(txn)?;
@@ -167,30 +201,39 @@ pub fn store_events(
     let mut session_events = SESSION_EVENTS.writer(txn)?;
     let mut age_rows = ages::TELEMETRY_AGES.writer(txn)?;
     let mut activity = Vec::new();
-    for &index in &stored {
-        let event = &events[index];
-        let key = event.key(org);
-        records.insert(&key, event)?;
-        if let Some(session) = &event.session_id {
-            let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
-            session_events.insert(&session_key, "")?;
-        }
-        ages::put_age_with(&mut age_rows, EVENT_AGE, event.age(), &key)?;
-        if let Some(service) = &event.service {
-            activity.push(Activity {
-                service: service.clone(),
-                environment: event.environment.clone(),
-                at: event.received_at,
-                errors: u64::from(event.level == "error"),
-            });
+    for (batch, kept) in batches.iter().zip(&stored) {
+        for &index in kept {
+            let event = &batch.events[index];
+            let key = event.key(org);
+            match (&batch.encoded[index], &event.group_id) {
+                (Some(encoded), Some(group)) => records.insert_tagged(&key, encoded, group)?,
+                _ => records.insert(&key, event)?,
+            }
+            if let Some(session) = &event.session_id {
+                let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
+                session_events.insert(&session_key, "")?;
+            }
+            ages::put_age_with(&mut age_rows, EVENT_AGE, event.age(), &key)?;
+            if let Some(service) = &event.service {
+                activity.push(Activity {
+                    service: service.clone(),
+                    environment: event.environment.clone(),
+                    at: event.received_at,
+                    errors: u64::from(event.level == "error"),
+                });
+            }
         }
     }
     drop((records, session_events, age_rows));
     record_activity(txn, org, &activity)?;
-    Ok(StoredEvents {
-        accepted: events.len(),
-        stored,
-    })
+    Ok(batches
+        .iter()
+        .zip(stored)
+        .map(|(batch, stored)| StoredEvents {
+            accepted: batch.events.len(),
+            stored,
+        })
+        .collect())
 }
 
 /// Removes an event and its index rows (retention). `false` when it was already gone.

@@ -5,17 +5,18 @@
 //!
 //! Ingest reads a scrubbed item into an `ErrorEvent` and hands a request's events here, in one
 //! direction: `resolve_batch` (frames through uploaded source maps, before the write),
-//! `EventBatch::returning` (fingerprints, off the writer thread), `store_events` (one call
-//! inside the write transaction: stores, groups, counts rollups, updates the services registry;
-//! returns what the request reports), then `events_committed` once the write is durable
-//! (indexing). Nothing comes back to ingest but those answers. Other capabilities and the CLI
+//! `EventBatch::returning` (fingerprints, off the writer thread), `EventWrites::write` (the
+//! batches of concurrent requests in one write closure, `store_events` for each: stores,
+//! groups, counts rollups, updates the services registry; returns what the request reports),
+//! then `events_committed` once the write is durable (indexing). Nothing comes back to ingest but those answers. Other capabilities and the CLI
 //! reach events only through the functions and types here.
 //!
 //! Rooms: `event.rs` (the event), `event_db.rs` (its tables and storage), `stack.rs` (pure
 //! parser), `fingerprint.rs` (pure), `model.rs` (the group record and how events fold into it),
 //! `db.rs` (group tables and `Grouping`), `sourcemaps.rs` (stored maps), `resolve.rs`
-//! (resolution), `views.rs` (the event's wire type), `api_events.rs` (the event list),
-//! `regroup.rs` (moving stored events to their source-mapped group when a map arrives),
+//! (resolution), `writes.rs` (concurrent requests' batches written together), `views.rs` (the
+//! event's wire type), `api_events.rs` (the event list), `regroup.rs` (moving stored events
+//! to their source-mapped group when a map arrives),
 //! `api.rs` (group detail and status changes), `api_list.rs` (the group list), `api_tags.rs`
 //! (a group's tag distribution), `failure.rs` (`ErrorsError`, what storage code and closures
 //! return; only the API rooms map it to answers). The rooms are private: other folders, tests and benches
@@ -40,6 +41,7 @@ mod search;
 mod sourcemaps;
 mod stack;
 mod views;
+mod writes;
 
 use redb::WriteTransaction;
 
@@ -59,6 +61,7 @@ pub use sourcemaps::{SourceMap, SourceMapId};
 /// The stack parser, for its fuzz target (`fuzz/fuzz_targets/stack_parser.rs`).
 pub use stack::{Frame, MAX_FRAMES, parse as parse_stack};
 pub use views::ErrorEventView;
+pub use writes::EventWrites;
 
 use crate::accounts::model::OrgId;
 use crate::store::{ReadTxn, Store, StoreError};

@@ -254,15 +254,15 @@ pub(super) async fn store_error_events(
     let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
     // Fingerprints here, so that the store's one writer thread only looks up and writes. The
     // write closure owns the batch; its events come back once the writer dropped it.
-    let (mut to_store, returned) = ingest
+    let (to_store, returned) = ingest
         .cpu_work(move || crate::errors::EventBatch::returning(events))
         .await?;
-    let write_org = org.clone();
     // Taken before the write: the index learns of every write that may commit events.
     let ticket = crate::errors::index_ticket(search)?;
+    // Written together with the batches of other requests waiting for the store's writer.
     let stored = ingest
-        .store()
-        .write(move |txn| crate::errors::store_events(txn, &write_org, &mut to_store))
+        .event_writes()
+        .write(org.clone(), to_store)
         .await
         .map_err(ApiError::from)?;
     let count = stored.accepted();

@@ -88,6 +88,8 @@ struct Inner {
     org: OnceLock<OrgId>,
     /// One permit per core for the CPU work of a batch (`cpu_work`).
     cpu: Arc<tokio::sync::Semaphore>,
+    /// Error event batches of concurrent requests, written together.
+    event_writes: crate::errors::EventWrites,
 }
 
 impl Ingest {
@@ -98,6 +100,7 @@ impl Ingest {
                 rate: RateGate::new(settings.rate_per_min, MAX_TRACKED_ADDRESSES),
                 keys: IngestKeys::new(&settings.keys),
                 settings,
+                event_writes: crate::errors::EventWrites::new(store.clone()),
                 store,
                 clock,
                 body_read_timeout: config.http.body_read_timeout,
@@ -116,6 +119,10 @@ impl Ingest {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    pub fn event_writes(&self) -> &crate::errors::EventWrites {
+        &self.inner.event_writes
     }
 
     pub fn clock(&self) -> &Clock {

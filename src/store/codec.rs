@@ -2,7 +2,10 @@
 //!
 //! Invariant: every stored record starts with a one-byte codec version; version 1 is JSON,
 //! version 2 is zstd-compressed JSON (a zstd frame that records its size), written for records
-//! whose JSON is longer than `COMPRESS_ABOVE`. Both decode, so records written before
+//! whose JSON is longer than `COMPRESS_ABOVE`; version 3 is a short tag (at most 255 bytes)
+//! followed by a version 1 or 2 record, for records encoded before the tag was known (an
+//! error event is encoded on a request's thread, its group id is known only inside the write;
+//! `Record::attach_tag` puts the tag back on decoding). All decode, so records written before
 //! compression existed read as they are. Records evolve by adding `#[serde(default)]` fields;
 //! a change that cannot be expressed that way gets a migration, never a silent
 //! reinterpretation of old bytes.
@@ -18,6 +21,8 @@ use super::StoreError;
 pub const CODEC_VERSION: u8 = 1;
 /// Version byte of records stored as zstd-compressed JSON.
 pub const CODEC_VERSION_ZSTD: u8 = 2;
+/// Version byte of a tag followed by a record of version 1 or 2.
+pub const CODEC_VERSION_TAGGED: u8 = 3;
 /// JSON longer than this is compressed. An error event (a stack, a URL, tags) is about 2 KB
 /// of JSON and about a third of that compressed: more records to a page and fewer bytes to
 /// write and sync; short records would gain little and pay the frame's header.
@@ -31,6 +36,44 @@ const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 pub trait Record: Serialize + DeserializeOwned {
     /// A short name used in corruption reports, e.g. `"user"`.
     const KIND: &'static str;
+
+    /// Takes back the tag a record was stored with (`Encoded::tagged`); `false` for a kind
+    /// that is never tagged, whose tagged bytes are then corrupt.
+    fn attach_tag(&mut self, tag: &str) -> bool {
+        let _ = tag;
+        false
+    }
+}
+
+/// A record's bytes, encoded ahead of its write (off the store's writer thread), to be stored
+/// with a tag known only later (`tagged`).
+pub struct Encoded<R> {
+    bytes: Vec<u8>,
+    record: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R: Record> Encoded<R> {
+    /// `record` encoded as `encode` does; its own copy of what the tag will say is left out by
+    /// the caller (it is put back by `Record::attach_tag`).
+    pub fn new(record: &R) -> Result<Encoded<R>, StoreError> {
+        Ok(Encoded {
+            bytes: encode(record)?,
+            record: std::marker::PhantomData,
+        })
+    }
+
+    /// The stored bytes: version 3, the tag's length and the tag, then the record.
+    pub fn tagged(&self, tag: &str) -> Result<Vec<u8>, StoreError> {
+        let length = u8::try_from(tag.len()).map_err(|_| StoreError::Corrupt {
+            what: R::KIND,
+            detail: format!("a tag of {} bytes", tag.len()),
+        })?;
+        let mut bytes = Vec::with_capacity(2 + tag.len() + self.bytes.len());
+        bytes.extend_from_slice(&[CODEC_VERSION_TAGGED, length]);
+        bytes.extend_from_slice(tag.as_bytes());
+        bytes.extend_from_slice(&self.bytes);
+        Ok(bytes)
+    }
 }
 
 pub fn encode<R: Record>(record: &R) -> Result<Vec<u8>, StoreError> {
@@ -67,6 +110,24 @@ pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
     match bytes.split_first() {
         Some((&CODEC_VERSION, body)) => json(body),
         Some((&CODEC_VERSION_ZSTD, body)) => json(&decompress(body).map_err(corrupt)?),
+        Some((&CODEC_VERSION_TAGGED, body)) => {
+            let (&length, rest) = body
+                .split_first()
+                .ok_or_else(|| corrupt("a tagged record without its tag".to_string()))?;
+            let (tag, inner) = rest
+                .split_at_checked(usize::from(length))
+                .ok_or_else(|| corrupt("a tagged record cut short".to_string()))?;
+            let tag = std::str::from_utf8(tag)
+                .map_err(|_| corrupt("a tag that is not UTF-8".to_string()))?;
+            if inner.first() == Some(&CODEC_VERSION_TAGGED) {
+                return Err(corrupt("a tagged record inside another".to_string()));
+            }
+            let mut record: R = decode(inner)?;
+            if !record.attach_tag(tag) {
+                return Err(corrupt("a tag on a record kind without tags".to_string()));
+            }
+            Ok(record)
+        }
         Some((version, _)) => Err(corrupt(format!("unknown codec version {version}"))),
         None => Err(corrupt("empty record".to_string())),
     }
@@ -168,6 +229,64 @@ mod tests {
                 added_later: 0
             }
         );
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Tagged {
+        body: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tag: Option<String>,
+    }
+    impl Record for Tagged {
+        const KIND: &'static str = "tagged";
+        fn attach_tag(&mut self, tag: &str) -> bool {
+            self.tag = Some(tag.to_string());
+            true
+        }
+    }
+
+    #[test]
+    fn tagged_records_read_with_their_tag_and_damage_is_corrupt() {
+        for body in ["short".to_string(), "a long body of text ".repeat(100)] {
+            let record = Tagged { body, tag: None };
+            let encoded = Encoded::new(&record).unwrap();
+            let bytes = encoded.tagged("grp_01").unwrap();
+            assert_eq!(bytes[0], CODEC_VERSION_TAGGED);
+            let read: Tagged = decode(&bytes).unwrap();
+            assert_eq!(read.tag.as_deref(), Some("grp_01"));
+            assert_eq!(read.body, record.body);
+            for damaged in [&bytes[..1], &bytes[..4], &bytes[..bytes.len() - 3]] {
+                assert!(matches!(
+                    decode::<Tagged>(damaged),
+                    Err(StoreError::Corrupt { .. })
+                ));
+            }
+            // A kind without tags refuses tagged bytes rather than dropping the tag.
+            let sample = Encoded::new(&Sample {
+                name: "n".into(),
+                added_later: 0,
+            })
+            .unwrap();
+            assert!(matches!(
+                decode::<Sample>(&sample.tagged("t").unwrap()),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
+        assert!(
+            Encoded::new(&Tagged {
+                body: "b".into(),
+                tag: None
+            })
+            .unwrap()
+            .tagged(&"x".repeat(256))
+            .is_err()
+        );
+        let nested = [
+            &[CODEC_VERSION_TAGGED, 1, b'a', CODEC_VERSION_TAGGED, 0][..],
+            b"\x01{}",
+        ]
+        .concat();
+        assert!(decode::<Tagged>(&nested).is_err());
     }
 
     #[test]

@@ -231,6 +231,18 @@ impl<R: Record> RecordWriter<'_, R> {
         self.table.insert(key, bytes.as_slice())?;
         Ok(())
     }
+
+    /// Stores a record encoded ahead of the write, with its tag (`codec::Encoded::tagged`).
+    pub fn insert_tagged(
+        &mut self,
+        key: &str,
+        encoded: &codec::Encoded<R>,
+        tag: &str,
+    ) -> Result<(), StoreError> {
+        let bytes = encoded.tagged(tag)?;
+        self.table.insert(key, bytes.as_slice())?;
+        Ok(())
+    }
 }
 
 /// An index table held open for many reads and writes in one transaction (see `RecordWriter`).

@@ -179,9 +179,26 @@ fn bucket_key(prefix: &str, granularity: char, bucket: i64) -> String {
 }
 
 /// The counts of one batch of telemetry, folded in memory and written once per row.
+///
+/// Items are first folded per metric, service, environment and second (a batch's events
+/// mostly share them), and spread over their 20 rows (four service/environment combinations,
+/// five levels) only once per distinct second, when the batch is flushed.
 #[derive(Default)]
 pub struct RollupBatch {
-    rows: HashMap<String, Rollup>,
+    seconds: HashMap<SecondKey, Rollup>,
+    /// The key of the latest item and what was folded under it since: consecutive items
+    /// mostly share it, and are then folded without building a key.
+    latest: Option<(SecondKey, Rollup)>,
+}
+
+/// Metric, service, environment and second of folded items.
+#[derive(PartialEq, Eq, Hash)]
+struct SecondKey {
+    org: String,
+    metric: Metric,
+    service: Option<String>,
+    environment: Option<String>,
+    second: i64,
 }
 
 impl RollupBatch {
@@ -199,31 +216,63 @@ impl RollupBatch {
         change: &Rollup,
     ) {
         let second = at.unix_seconds();
-        let services = [service, None];
-        let environments = [environment, None];
-        for (index, service) in services.iter().enumerate() {
-            // A missing service or environment adds to the "any" row only, once.
-            if index == 0 && service.is_none() {
-                continue;
-            }
-            for (index, environment) in environments.iter().enumerate() {
-                if index == 0 && environment.is_none() {
+        if let Some((key, folded)) = &mut self.latest
+            && key.second == second
+            && key.metric == metric
+            && key.org == org.as_str()
+            && key.service.as_deref() == service
+            && key.environment.as_deref() == environment
+        {
+            folded.add(change);
+            return;
+        }
+        let key = SecondKey {
+            org: org.as_str().to_string(),
+            metric,
+            service: service.map(str::to_string),
+            environment: environment.map(str::to_string),
+            second,
+        };
+        let mut folded = Rollup::default();
+        folded.add(change);
+        if let Some((key, folded)) = self.latest.replace((key, folded)) {
+            self.seconds.entry(key).or_default().add(&folded);
+        }
+    }
+
+    /// The stored rows each folded second adds to, with what it adds.
+    fn rows(mut self) -> HashMap<String, Rollup> {
+        if let Some((key, folded)) = self.latest.take() {
+            self.seconds.entry(key).or_default().add(&folded);
+        }
+        let mut rows: HashMap<String, Rollup> = HashMap::new();
+        for (key, change) in self.seconds {
+            let services = [key.service.as_deref(), None];
+            let environments = [key.environment.as_deref(), None];
+            for (index, service) in services.iter().enumerate() {
+                // A missing service or environment adds to the "any" row only, once.
+                if index == 0 && service.is_none() {
                     continue;
                 }
-                let prefix = prefix(
-                    org.as_str(),
-                    metric,
-                    service.unwrap_or(""),
-                    environment.unwrap_or(""),
-                );
-                for (letter, size) in LEVELS {
-                    self.rows
-                        .entry(bucket_key(&prefix, letter, second.div_euclid(size)))
-                        .or_default()
-                        .add(change);
+                for (index, environment) in environments.iter().enumerate() {
+                    if index == 0 && environment.is_none() {
+                        continue;
+                    }
+                    let prefix = prefix(
+                        &key.org,
+                        key.metric,
+                        service.unwrap_or(""),
+                        environment.unwrap_or(""),
+                    );
+                    for (letter, size) in LEVELS {
+                        rows.entry(bucket_key(&prefix, letter, key.second.div_euclid(size)))
+                            .or_default()
+                            .add(&change);
+                    }
                 }
             }
         }
+        rows
     }
 
     /// Counts one event (`metric` `Errors` or `NewGroups`).
@@ -258,7 +307,7 @@ impl RollupBatch {
 
     /// Adds the batch to the stored rows: one read and one write per row touched.
     pub fn flush(self, txn: &WriteTransaction) -> Result<(), StoreError> {
-        for (key, change) in self.rows {
+        for (key, change) in self.rows() {
             let mut row = ROLLUPS.get(txn, &key)?.unwrap_or_default();
             row.add(&change);
             ROLLUPS.insert(txn, &key, &row)?;

@@ -140,3 +140,74 @@ fn merging_keeps_bins_sorted() {
     assert_eq!(bins, sorted);
     assert_eq!(a.count, 3);
 }
+
+/// Organisation, metric, service, environment, second and span duration of one item.
+type Item<'a> = (
+    &'a OrgId,
+    Metric,
+    Option<&'a str>,
+    Option<&'a str>,
+    i64,
+    f64,
+);
+
+#[test]
+fn a_folded_batch_adds_what_its_items_add_one_by_one() {
+    let (web, shop) = (OrgId::generate(), OrgId::generate());
+    // Runs of alike items broken by others: another organisation, service, environment,
+    // second and metric, spans with durations, and items without a service.
+    let items: Vec<Item> = (0..400_i64)
+        .map(|n| {
+            let org = if n % 97 == 0 { &shop } else { &web };
+            let metric = match n % 41 {
+                0 => Metric::NewGroups,
+                1..=5 => Metric::Spans,
+                _ => Metric::Errors,
+            };
+            let service = match (n / 7) % 3 {
+                0 => Some("web"),
+                1 => Some("api"),
+                _ => None,
+            };
+            let environment = if (n / 13) % 2 == 0 {
+                Some("prod")
+            } else {
+                None
+            };
+            (
+                org,
+                metric,
+                service,
+                environment,
+                1_795_348_800 + n / 30,
+                (n % 500) as f64,
+            )
+        })
+        .collect();
+    let add = |batch: &mut RollupBatch,
+               item: &(&OrgId, Metric, Option<&str>, Option<&str>, i64, f64)| {
+        let (org, metric, service, environment, second, ms) = *item;
+        let at = Timestamp(second * 1000);
+        match metric {
+            Metric::Spans => batch.span(org, service.unwrap_or("web"), environment, at, ms),
+            _ => batch.count(org, metric, service, environment, at),
+        }
+    };
+    let mut folded = RollupBatch::new();
+    for item in &items {
+        add(&mut folded, item);
+    }
+    let mut one_by_one: HashMap<String, Rollup> = HashMap::new();
+    for item in &items {
+        let mut single = RollupBatch::new();
+        add(&mut single, item);
+        for (key, change) in single.rows() {
+            one_by_one.entry(key).or_default().add(&change);
+        }
+    }
+    let folded = folded.rows();
+    assert_eq!(folded.len(), one_by_one.len());
+    for (key, rollup) in &one_by_one {
+        assert_eq!(folded.get(key), Some(rollup), "{key}");
+    }
+}
