@@ -51,7 +51,7 @@ pub use failure::ErrorsError;
 /// The search index's face: the handle, its start and rebuild (`lookout reindex`), and the
 /// ticket a request takes before writing events.
 pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};
-pub use sourcemaps::{SourceMap, SourceMapId};
+pub use sourcemaps::{SourceMap, SourceMapId, debug_id};
 /// The stack parser, for its fuzz target (`fuzz/fuzz_targets/stack_parser.rs`).
 pub use stack::{Frame, MAX_FRAMES, parse as parse_stack};
 pub use views::ErrorEventView;
@@ -125,7 +125,8 @@ pub fn event_count(txn: &impl ReadTxn) -> Result<u64, StoreError> {
     event_db::EVENTS.row_count(txn)
 }
 
-/// Stores (or replaces) the source map of a release and minified file.
+/// Stores (or replaces) a source map: under its release and minified file (when it has a
+/// release) and under its debug id (when it has one).
 pub fn put_sourcemap(
     txn: &WriteTransaction,
     org: &OrgId,
