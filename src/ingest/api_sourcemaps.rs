@@ -73,12 +73,7 @@ pub async fn post_sourcemap(
     let raw = read_body(body, ingest.body_rules(limit)).await?;
     let encoding = body::encoding(&parts.headers)?;
     let media = body::media_type(&parts.headers, true)?;
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = body::content_type(&parts.headers);
     let decoded = blocking(move || body::decode(&raw, encoding, limit)).await?;
     let upload = match media {
         MediaType::Json => blocking(move || parse_json_upload(&decoded)).await?,

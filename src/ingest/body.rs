@@ -93,6 +93,16 @@ pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
     }
 }
 
+/// The `Content-Type` as sent (empty when absent or not text): what a multipart reader needs
+/// for its boundary.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
 /// The body's media type; `allow_multipart` only for source map uploads.
 pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaType, ApiError> {
     if headers
