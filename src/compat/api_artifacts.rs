@@ -100,7 +100,8 @@ pub async fn chunk_upload_options(
         concurrency: 1,
         hash_algorithm: "sha1",
         compression: vec!["gzip"],
-        accept: vec!["artifact_bundles"],
+        // `_v2`: sentry-cli 2.x then asks which chunks are missing first, as 3.x always does.
+        accept: vec!["artifact_bundles", "artifact_bundles_v2"],
     })
 }
 

@@ -55,6 +55,18 @@ fn sentry_cli_uploads_debug_id_maps_and_sentry_events_resolve_through_them() {
     let frames = thrown_frames(app.path());
     assert_eq!(frames.len(), 2, "{frames:?}");
     let (server, key) = sentry_server(&[]);
+    let project = project_of(&server, &key);
+
+    // An event that arrives before its map is stored unresolved, with its frames' debug id.
+    let early_url = "https://early.example.org/app.min.js";
+    let early = sentry_event(&frames, early_url, Some(&debug_id));
+    let reply = post_envelope(&server, project, &keyed_query(), &[], envelope(&early));
+    assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    let before = wait_for_events(&server, &key, 1);
+    assert!(
+        before[0]["frames"][0].get("resolved").is_none(),
+        "{before:#?}"
+    );
 
     // The real CLI against the real server, with the owner's API key.
     let upload = upload_maps(&peers, app.path(), &server, &key, &["--release", "1.0.0"]);
@@ -63,7 +75,6 @@ fn sentry_cli_uploads_debug_id_maps_and_sentry_events_resolve_through_them() {
 
     // The same minified file served from two places, both naming its debug id; a third
     // without the image cannot be resolved.
-    let project = project_of(&server, &key);
     let sent = [
         sentry_event(
             &frames,
@@ -81,7 +92,7 @@ fn sentry_cli_uploads_debug_id_maps_and_sentry_events_resolve_through_them() {
         let reply = post_envelope(&server, project, &keyed_query(), &[], envelope(event));
         assert_eq!(reply.status, 200, "{}", text(&reply.body));
     }
-    let events = wait_for_events(&server, &key, 3);
+    let events = wait_for_events(&server, &key, 4);
     let by_file = |file: &str, with_image: bool| {
         events
             .iter()
@@ -93,9 +104,11 @@ fn sentry_cli_uploads_debug_id_maps_and_sentry_events_resolve_through_them() {
     };
     let shop = by_file("https://shop.example.com/app.min.js", true);
     let cdn = by_file("https://cdn.example.net/v9/app.min.js", true);
+    // The early event is resolved on read, through the map that arrived after it.
+    let early = by_file(early_url, true);
     let plain = by_file("https://cdn.example.net/v9/app.min.js", false);
     assert_eq!(shop["frames"][0]["debug_id"], debug_id.to_ascii_lowercase());
-    for event in [shop, cdn] {
+    for event in [shop, cdn, early] {
         let top = &event["frames"][0]["resolved"];
         assert!(
             top["file"].as_str().unwrap().ends_with("src/cart.js"),
@@ -212,7 +225,10 @@ fn chunk_uploads_are_bounded_checked_and_need_a_member_key() {
     let chunk_size = options["chunkSize"].as_u64().unwrap() as usize;
     let per_request = options["chunksPerRequest"].as_u64().unwrap() as usize;
     assert_eq!(options["hashAlgorithm"], "sha1");
-    assert_eq!(options["accept"], json!(["artifact_bundles"]));
+    assert_eq!(
+        options["accept"],
+        json!(["artifact_bundles", "artifact_bundles_v2"])
+    );
     assert!(
         options["url"]
             .as_str()
