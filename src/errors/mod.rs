@@ -59,17 +59,14 @@ pub use views::ErrorEventView;
 use crate::accounts::model::OrgId;
 use crate::store::{ReadTxn, Store, StoreError};
 
-/// Resolves the frames of a batch through the source maps of its releases (one read
-/// transaction on a blocking thread), before the batch is written.
+/// Resolves the frames of a batch through the source maps of their debug ids and of its
+/// releases (one read transaction on a blocking thread), before the batch is written.
 pub async fn resolve_batch(
     store: &Store,
     org: &OrgId,
     mut events: Vec<ErrorEvent>,
 ) -> Result<Vec<ErrorEvent>, ErrorsError> {
-    let wanted = events
-        .iter()
-        .any(|event| event.release.is_some() && (event.frames.is_some() || event.stack.is_some()));
-    if !wanted {
+    if !events.iter().any(resolve::may_resolve) {
         return Ok(events);
     }
     let org = org.clone();

@@ -107,6 +107,18 @@ fn resolve_with_maps(
     Ok(changed)
 }
 
+/// Whether a map could resolve some of an event's frames, without reading the store: it has a
+/// release and frames or a stack, or a frame with a debug id (with or without a release).
+pub fn may_resolve(event: &ErrorEvent) -> bool {
+    let by_release = event.release.is_some() && (event.frames.is_some() || event.stack.is_some());
+    let by_debug_id = event
+        .frames
+        .iter()
+        .flatten()
+        .any(|frame| frame.get("debug_id").is_some());
+    by_release || by_debug_id
+}
+
 /// Resolves an event's frames for a reader: frames derived from its stack are filled in
 /// first (`ErrorEvent::frames_mut`), so the reader sees them, resolved or not.
 pub fn resolve_for_reading(
@@ -324,6 +336,31 @@ mod tests {
         // Outside the mapped text nothing resolves, and line 0 is not a position.
         assert_eq!(resolve_position(&map, 40, 1), None);
         assert_eq!(resolve_position(&map, 0, 1), None);
+    }
+
+    #[test]
+    fn events_with_a_release_or_a_debug_id_are_looked_up() {
+        let event = |value: serde_json::Value| -> ErrorEvent {
+            let mut fields = json!({"id": "evt_01JDZ5YV6F3N3T8K2M4P6Q8R0S", "level": "error",
+                "message": "m", "url": "u", "timestamp": 1, "received_at": 1});
+            fields
+                .as_object_mut()
+                .unwrap()
+                .extend(value.as_object().unwrap().clone());
+            serde_json::from_value(fields).unwrap()
+        };
+        let frame = json!([{"file": "a.js", "line": 1, "column": 2}]);
+        let with_id = json!([{"file": "a.js", "line": 1, "column": 2, "debug_id": "x"}]);
+        assert!(may_resolve(&event(
+            json!({"release": "1", "frames": frame})
+        )));
+        assert!(may_resolve(&event(json!({"release": "1", "stack": "s"}))));
+        assert!(
+            may_resolve(&event(json!({"frames": with_id}))),
+            "no release"
+        );
+        assert!(!may_resolve(&event(json!({"frames": frame}))));
+        assert!(!may_resolve(&event(json!({"release": "1"}))));
     }
 
     #[test]
