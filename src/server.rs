@@ -60,6 +60,14 @@ pub struct AppState {
     pub spikes: crate::alerting::SpikeWake,
     pub metrics: PrometheusHandle,
     pub sso: crate::sso::Sso,
+    /// The chunks `sentry-cli` uploads before their bundle is assembled (memory only).
+    pub artifacts: crate::compat::Artifacts,
+}
+
+impl FromRef<AppState> for crate::compat::Artifacts {
+    fn from_ref(state: &AppState) -> crate::compat::Artifacts {
+        state.artifacts.clone()
+    }
 }
 
 impl FromRef<AppState> for crate::sso::Sso {
@@ -351,6 +359,7 @@ pub async fn run(
         spikes: evaluator.spike_wake(),
         metrics,
         sso: crate::sso::Sso::new(auth.clone(), config.webhooks.allow_private),
+        artifacts: crate::compat::Artifacts::default(),
     };
     let router = build_router(state);
 

@@ -1,12 +1,13 @@
 //! Fuzz target for the ingest body decoder (`lookout::ingest::body`): `decode` under a size
 //! limit, then `parse_batch` and `check_count`, as `/ingest/*` runs them on a request body.
 //!
-//! Input: one mode byte (bit 0: the body is sent with `Content-Encoding: gzip`), the limit as
-//! a big-endian `u16`, then the body as it arrives on the wire.
+//! Input: one mode byte (bits 0–1: the body's `Content-Encoding`: none, gzip, deflate, br),
+//! the limit as a big-endian `u16`, then the body as it arrives on the wire.
 //!
 //! Properties, beyond "never panics": a decoded body is never longer than the limit and the
 //! limit is exact (the same body passes at its own length and is 413 one byte below); inflating
-//! allocates in proportion to the limit, not to what the body would expand to; gzip of any
+//! gzip and deflate allocates in proportion to the limit, not to what the body would expand to
+//! (brotli's ring buffer is sized by the window the stream declares, at most 16 MiB); gzip of any
 //! body, and of any accepted batch, decodes back to the same bytes and items; an accepted batch
 //! serialised again is accepted again with the same items; every rejection has the expected
 //! code and a detail that is one of the fixed messages, so it never quotes the body.
@@ -35,16 +36,17 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let limit = usize::from(u16::from_be_bytes([*limit_high, *limit_low]));
-    let encoding = if mode & 1 == 1 {
-        Encoding::Gzip
-    } else {
-        Encoding::Identity
+    let encoding = match mode & 3 {
+        0 => Encoding::Identity,
+        1 => Encoding::Gzip,
+        2 => Encoding::Deflate,
+        _ => Encoding::Brotli,
     };
 
     let (decoded, peak) = measure_peak(|| decode(raw, encoding, limit));
     let allowed = 2 * (limit + 1) + 2 * raw.len() + INFLATER_ALLOWANCE;
     assert!(
-        peak <= allowed,
+        encoding == Encoding::Brotli || peak <= allowed,
         "decoding allocated {peak} bytes, allowed {allowed}"
     );
     match (&decoded, encoding) {
@@ -53,8 +55,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(raw.len() > limit);
             assert_eq!(error.code, ErrorCode::BodyTooLarge);
         }
-        (Ok(bytes), Encoding::Gzip) => check_limit_is_exact(raw, bytes),
-        (Err(error), Encoding::Gzip) => assert!(
+        (Ok(bytes), compressed) => check_limit_is_exact(raw, bytes, compressed),
+        (Err(error), _) => assert!(
             matches!(
                 error.code,
                 ErrorCode::BodyTooLarge | ErrorCode::InvalidPayload
@@ -79,13 +81,13 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A gzip body that decodes to `bytes` decodes the same at exactly its length, and is 413 at
-/// one byte less.
-fn check_limit_is_exact(raw: &[u8], bytes: &[u8]) {
-    let at_length = decode(raw, Encoding::Gzip, bytes.len());
+/// A compressed body that decodes to `bytes` decodes the same at exactly its length, and is
+/// 413 at one byte less.
+fn check_limit_is_exact(raw: &[u8], bytes: &[u8], encoding: Encoding) {
+    let at_length = decode(raw, encoding, bytes.len());
     assert_eq!(at_length.as_deref().ok(), Some(bytes));
     if let Some(below) = bytes.len().checked_sub(1) {
-        let error = decode(raw, Encoding::Gzip, below).expect_err("one byte past the limit");
+        let error = decode(raw, encoding, below).expect_err("one byte past the limit");
         assert_eq!(error.code, ErrorCode::BodyTooLarge);
     }
 }
@@ -166,6 +168,8 @@ fn check_detail(error: &ApiError) {
     let known = [
         "the request body exceeds N bytes",
         "the body is not valid gzip",
+        "the body is not valid deflate",
+        "the body is not valid brotli",
         "the body is not valid JSON (syntax error at line N column N)",
         "the body is not valid JSON (unexpected end at line N column N)",
         "the body is not valid JSON (unsupported value at line N column N)",

@@ -30,6 +30,7 @@ impl From<CompatError> for ApiError {
         let code = match &error {
             CompatError::TooLarge { .. } => ErrorCode::BodyTooLarge,
             CompatError::TooManyItems(_) => ErrorCode::TooManyEvents,
+            CompatError::TooManyChunks(_) => ErrorCode::BodyTooLarge,
             CompatError::Invalid(_) => ErrorCode::InvalidPayload,
             CompatError::UnsupportedEncoding | CompatError::UnsupportedMediaType(_) => {
                 ErrorCode::UnsupportedMediaType
@@ -47,6 +48,7 @@ where
     Auth: FromRef<S>,
     crate::errors::Search: FromRef<S>,
     SpikeWake: FromRef<S>,
+    super::Artifacts: FromRef<S>,
 {
     let ingest_routes = OpenApiRouter::new()
         .routes(routes!(super::api_sentry::post_envelope))
@@ -55,8 +57,16 @@ where
         // `layer`, not `route_layer`: the gate must also see preflights and wrong methods.
         .layer(axum::middleware::from_fn(crate::ingest::gate::ingest_gate))
         .layer(axum::middleware::from_fn(sdk_headers));
+    // sentry-cli's source map upload: API-key routes, outside ingest's gate.
+    let artifact_routes = OpenApiRouter::new()
+        .routes(routes!(
+            super::api_artifacts::chunk_upload_options,
+            super::api_artifacts::upload_chunks
+        ))
+        .routes(routes!(super::api_artifacts::assemble_bundle));
     OpenApiRouter::new()
         .routes(routes!(ingest_endpoints))
+        .merge(artifact_routes)
         .merge(ingest_routes)
 }
 
@@ -168,6 +178,7 @@ mod tests {
                 ErrorCode::BodyTooLarge,
             ),
             (CompatError::TooManyItems(1), ErrorCode::TooManyEvents),
+            (CompatError::TooManyChunks(1), ErrorCode::BodyTooLarge),
             (CompatError::Invalid("x".into()), ErrorCode::InvalidPayload),
             (
                 CompatError::UnsupportedEncoding,

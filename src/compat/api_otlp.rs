@@ -51,14 +51,14 @@ pub async fn post_traces(
     let format = format(&parts.headers)?;
     let telemetry = ingest
         .cpu_work(move || {
-            let decoded = envelope::inflate(&raw, encoding, MAX_OTLP_BYTES)?;
+            let decoded = crate::ingest::body::decode(&raw, encoding, MAX_OTLP_BYTES)?;
             let request = match format {
                 Format::Json => serde_json::from_slice(&decoded).map_err(|_| {
                     CompatError::Invalid("the body is not an OTLP/JSON export request".into())
                 })?,
                 Format::Protobuf => otlp_proto::export_request(&decoded)?,
             };
-            Ok::<_, CompatError>(otlp::telemetry(&request))
+            Ok::<_, ApiError>(otlp::telemetry(&request))
         })
         .await??;
     let outcome = accept_decoded(&ingest, &search, &spikes, &mut parts, telemetry).await?;

@@ -118,8 +118,8 @@ async fn receive(
     media_type(&parts.headers)?;
     let read = ingest
         .cpu_work(move || {
-            let decoded = envelope::inflate(&raw, encoding, limit)?;
-            read(&decoded)
+            let decoded = crate::ingest::body::decode(&raw, encoding, limit)?;
+            read(&decoded).map_err(ApiError::from)
         })
         .await??;
     if sent_key.is_none() {

@@ -1,18 +1,17 @@
-//! The Sentry envelope off the wire: its content encodings (gzip, deflate, br) inflated under a
-//! cap, and the framer that cuts it into a header and items.
+//! The Sentry envelope off the wire: its content encodings (gzip, deflate, br; inflated by
+//! ingest's one decoder, `ingest::body::decode`, under a cap), and the framer that cuts it into
+//! a header and items.
 //!
-//! Invariants: no more than `limit + 1` bytes are ever inflated, so a compression bomb costs at
-//! most the limit; the framer never copies an item larger than `MAX_ITEM_BYTES` nor reads more
+//! Invariants: the framer never copies an item larger than `MAX_ITEM_BYTES` nor reads more
 //! than `MAX_ENVELOPE_ITEMS` items, and a `length` that runs past the end is an error, not a
 //! short read. Item types it does not know are skipped unread (their payload is never parsed).
 //! Errors name the place that broke, never the bytes.
-
-use std::io::Read;
 
 use axum::http::{HeaderMap, header};
 use serde_json::{Map, Value};
 
 use super::CompatError;
+use crate::ingest::body::Encoding;
 
 /// The most bytes one item's payload may have (Sentry's event limit).
 pub const MAX_ITEM_BYTES: usize = 1 << 20;
@@ -21,86 +20,17 @@ pub const MAX_ENVELOPE_BYTES: usize = 20 << 20;
 /// The most items one envelope may hold, known or not.
 pub const MAX_ENVELOPE_ITEMS: usize = 100;
 
-/// A body's `Content-Encoding`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContentEncoding {
-    Identity,
-    Gzip,
-    Deflate,
-    Brotli,
-}
-
-impl ContentEncoding {
-    /// The encoding named by a `Content-Encoding` value (one, case-insensitive).
-    pub fn parse(value: &str) -> Result<ContentEncoding, CompatError> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "identity" => Ok(ContentEncoding::Identity),
-            "gzip" | "x-gzip" => Ok(ContentEncoding::Gzip),
-            "deflate" => Ok(ContentEncoding::Deflate),
-            "br" => Ok(ContentEncoding::Brotli),
-            _ => Err(CompatError::UnsupportedEncoding),
-        }
-    }
-}
-
-/// A body's one `Content-Encoding` (none is identity; a chain of them is refused).
-pub fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, CompatError> {
+/// A body's one `Content-Encoding`: gzip, deflate or br (none is identity; a chain of them is
+/// refused). Inflating is ingest's one decoder, `ingest::body::decode`.
+pub fn content_encoding(headers: &HeaderMap) -> Result<Encoding, CompatError> {
     let mut values = headers.get_all(header::CONTENT_ENCODING).iter();
     let Some(value) = values.next() else {
-        return Ok(ContentEncoding::Identity);
+        return Ok(Encoding::Identity);
     };
     if values.next().is_some() {
         return Err(CompatError::UnsupportedEncoding);
     }
-    ContentEncoding::parse(value.to_str().unwrap_or("?"))
-}
-
-/// The decoded body, at most `limit` bytes (`TooLarge` beyond). Deflate is zlib-wrapped as
-/// RFC 9110 says, or raw as some clients send it.
-pub fn inflate(
-    raw: &[u8],
-    encoding: ContentEncoding,
-    limit: usize,
-) -> Result<Vec<u8>, CompatError> {
-    let too_large = || CompatError::TooLarge {
-        what: "the decompressed body",
-        limit,
-    };
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    let mut decoded = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
-    let corrupt =
-        |name: &'static str| move |_| CompatError::Invalid(format!("the body is not valid {name}"));
-    match encoding {
-        ContentEncoding::Identity => decoded.extend_from_slice(raw),
-        ContentEncoding::Gzip => {
-            flate2::read::MultiGzDecoder::new(raw)
-                .take(cap)
-                .read_to_end(&mut decoded)
-                .map_err(corrupt("gzip"))?;
-        }
-        ContentEncoding::Deflate => {
-            let zlib = flate2::read::ZlibDecoder::new(raw)
-                .take(cap)
-                .read_to_end(&mut decoded);
-            if zlib.is_err() {
-                decoded.clear();
-                flate2::read::DeflateDecoder::new(raw)
-                    .take(cap)
-                    .read_to_end(&mut decoded)
-                    .map_err(corrupt("deflate"))?;
-            }
-        }
-        ContentEncoding::Brotli => {
-            brotli_decompressor::Decompressor::new(raw, 4096)
-                .take(cap)
-                .read_to_end(&mut decoded)
-                .map_err(corrupt("brotli"))?;
-        }
-    }
-    if decoded.len() > limit {
-        return Err(too_large());
-    }
-    Ok(decoded)
+    Encoding::parse(value.to_str().unwrap_or("?")).ok_or(CompatError::UnsupportedEncoding)
 }
 
 /// One item of an envelope whose type this server reads.
@@ -209,8 +139,6 @@ pub fn json_object(bytes: &[u8], what: &str) -> Result<Map<String, Value>, Compa
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use super::*;
 
     #[test]
@@ -273,35 +201,5 @@ mod tests {
             parse(&many(MAX_ENVELOPE_ITEMS + 1)),
             Err(CompatError::TooManyItems(_))
         ));
-    }
-
-    #[test]
-    fn every_encoding_inflates_under_its_cap() {
-        let body = b"{\"hello\":\"world\"}".repeat(100);
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gzip.write_all(&body).unwrap();
-        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        zlib.write_all(&body).unwrap();
-        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-        raw.write_all(&body).unwrap();
-        let cases = [
-            (ContentEncoding::Gzip, gzip.finish().unwrap()),
-            (ContentEncoding::Deflate, zlib.finish().unwrap()),
-            (ContentEncoding::Deflate, raw.finish().unwrap()),
-            (ContentEncoding::Identity, body.clone()),
-        ];
-        for (encoding, bytes) in cases {
-            assert_eq!(inflate(&bytes, encoding, body.len()).unwrap(), body);
-            assert!(matches!(
-                inflate(&bytes, encoding, body.len() - 1),
-                Err(CompatError::TooLarge { .. })
-            ));
-        }
-        assert!(inflate(b"garbage", ContentEncoding::Brotli, 100).is_err());
-        assert_eq!(
-            ContentEncoding::parse("BR").unwrap(),
-            ContentEncoding::Brotli
-        );
-        assert!(ContentEncoding::parse("zstd").is_err());
     }
 }

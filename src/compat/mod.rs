@@ -9,21 +9,29 @@
 //! (OTLP/JSON into spans and exception events), `otlp_proto.rs`
 //! (OTLP protobuf into OTLP/JSON), `api.rs` (the `GET` route, the
 //! CORS and rate-limit headers around the compat routes, `CompatError` mapped to problems),
-//! `api_sentry.rs` and `api_otlp.rs` (the ingest routes).
+//! `api_sentry.rs` and `api_otlp.rs` (the ingest routes); for `sentry-cli sourcemaps upload`,
+//! `api_artifacts.rs` (chunk-upload options, chunks, bundle assembly), `artifacts.rs` (the
+//! chunks waiting for assembly, bounded per organisation) and `bundle.rs` (an artifact
+//! bundle's zip and manifest read into its source maps, bounded).
 //!
 //! Invariants: the same key check and organisation as `/ingest/*` (the key must be one of
 //! `WEB_INGEST_KEY(S)`, the project id that of the organisation receiving ingest); every item
 //! passes the native item checks after scrubbing; nothing is stored when a request is refused.
 
 pub mod api;
+pub mod api_artifacts;
 pub mod api_otlp;
 pub mod api_sentry;
+pub mod artifacts;
+pub mod bundle;
 pub mod envelope;
 pub mod otlp;
 pub mod otlp_proto;
 pub mod sentry_event;
 pub mod sentry_other;
 pub mod sentry_spans;
+
+pub use artifacts::Artifacts;
 
 use crate::accounts::model::OrgId;
 
@@ -34,6 +42,8 @@ pub enum CompatError {
     TooLarge { what: &'static str, limit: usize },
     #[error("more than {0} items in one envelope")]
     TooManyItems(usize),
+    #[error("more than {0} chunks")]
+    TooManyChunks(usize),
     #[error("{0}")]
     Invalid(String),
     #[error("the only Content-Encodings accepted are gzip, deflate and br")]

@@ -4,10 +4,17 @@
 //! Invariants: pure and total (no input panics, anything missing stays missing so the native
 //! checks name it); frames are turned innermost first, as native stacks are, with
 //! `file`/`line`/`column`/`function`/`in_app`, so the same throw site reported by a Sentry SDK
-//! and by Lookout's SDK gets the same fingerprint; Sentry's `{{ default }}` fingerprint means
-//! Lookout's own grouping.
+//! and by Lookout's SDK gets the same fingerprint; a frame whose file is the `code_file` of a
+//! `sourcemap` image of `debug_meta` carries that image's `debug_id` (normalised), which
+//! source map resolution tries first; Sentry's `{{ default }}` fingerprint means Lookout's own
+//! grouping.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+
+/// The most `debug_meta` images read from one event.
+const MAX_DEBUG_IMAGES: usize = 256;
 
 /// What a server SDK's event (no request URL, no transaction) gets as its `url`.
 pub const NO_URL: &str = "(none)";
@@ -25,10 +32,11 @@ pub fn error_item(event: &Map<String, Value>) -> Value {
         .or_else(|| name.clone())
         .unwrap_or_else(|| "(no message)".to_string());
     item.insert("message".into(), json!(message));
+    let images = debug_ids(event);
     let frames = exception
         .and_then(|e| e.get("stacktrace"))
         .or_else(|| event.get("stacktrace"))
-        .map(frames)
+        .map(|stacktrace| frames(stacktrace, &images))
         .unwrap_or_default();
     if !frames.is_empty() {
         item.insert(
@@ -114,8 +122,29 @@ fn message_text(event: &Map<String, Value>) -> Option<String> {
     event.get("logentry").and_then(formatted)
 }
 
+/// The debug id of each minified file named by a `sourcemap` image of `debug_meta`
+/// (`code_file` → normalised `debug_id`); images of other types or with a malformed id are
+/// skipped.
+fn debug_ids(event: &Map<String, Value>) -> HashMap<&str, String> {
+    let images = event
+        .get("debug_meta")
+        .and_then(|meta| meta.get("images"))
+        .and_then(Value::as_array);
+    images
+        .into_iter()
+        .flatten()
+        .take(MAX_DEBUG_IMAGES)
+        .filter(|image| image.get("type").and_then(Value::as_str) == Some("sourcemap"))
+        .filter_map(|image| {
+            let file = image.get("code_file")?.as_str()?;
+            let id = crate::errors::debug_id(image.get("debug_id")?.as_str()?)?;
+            Some((file, id))
+        })
+        .collect()
+}
+
 /// A stacktrace's frames, innermost first, in the native frame shape.
-fn frames(stacktrace: &Value) -> Vec<Value> {
+fn frames(stacktrace: &Value, debug_ids: &HashMap<&str, String>) -> Vec<Value> {
     let Some(frames) = stacktrace.get("frames").and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -126,6 +155,9 @@ fn frames(stacktrace: &Value) -> Vec<Value> {
         .map(|frame| {
             let mut native = Map::new();
             let file = text(frame.get("abs_path")).or_else(|| text(frame.get("filename")));
+            if let Some(debug_id) = file.as_deref().and_then(|file| debug_ids.get(file)) {
+                native.insert("debug_id".into(), json!(debug_id));
+            }
             if let Some(file) = file {
                 native.insert("file".into(), json!(file));
             }
@@ -316,6 +348,11 @@ mod tests {
             "user": {"id": 42, "email": "a@b.test"},
             "tags": {"plan": "pro", "service": "shop"},
             "sdk": {"name": "sentry.javascript.browser", "version": "10.0.0"},
+            "debug_meta": {"images": [
+                {"type": "sourcemap", "code_file": "https://a.test/app.js", "debug_id": "68393A25-88EE-5071-AD32-702DF8B402AD"},
+                {"type": "sourcemap", "code_file": "https://a.test/vendor.js", "debug_id": "not a uuid"},
+                {"type": "elf", "code_file": "https://a.test/vendor.js", "debug_id": "68393a25-88ee-5071-ad32-702df8b402ae"}
+            ]},
             "fingerprint": ["{{ default }}"],
             "breadcrumbs": {"values": [{"category": "ui.click", "message": "button", "timestamp": 1795348799.0}]}
         }));
@@ -326,6 +363,15 @@ mod tests {
         assert_eq!(item["frames"][0]["function"], "pay", "innermost first");
         assert_eq!(item["frames"][0]["line"], 10);
         assert_eq!(item["frames"][1].get("function"), None, "? is no name");
+        assert_eq!(
+            item["frames"][0]["debug_id"], "68393a25-88ee-5071-ad32-702df8b402ad",
+            "the image of the frame's file, normalised"
+        );
+        assert_eq!(
+            item["frames"][1].get("debug_id"),
+            None,
+            "only valid sourcemap images"
+        );
         assert_eq!(item["url"], "https://a.test/cart");
         assert_eq!(item["user_agent"], "Mozilla/5.0");
         assert_eq!(item["user_id"], "42");

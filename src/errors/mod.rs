@@ -57,7 +57,7 @@ pub use regroup::run as run_regroup;
 /// The search index's face: the handle, its start and rebuild (`lookout reindex`), and the
 /// ticket a request takes before writing events.
 pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};
-pub use sourcemaps::{SourceMap, SourceMapId};
+pub use sourcemaps::{SourceMap, SourceMapId, debug_id};
 /// The stack parser, for its fuzz target (`fuzz/fuzz_targets/stack_parser.rs`).
 pub use stack::{Frame, MAX_FRAMES, parse as parse_stack};
 pub use views::ErrorEventView;
@@ -66,17 +66,14 @@ pub use writes::EventWrites;
 use crate::accounts::model::OrgId;
 use crate::store::{ReadTxn, Store, StoreError};
 
-/// Resolves the frames of a batch through the source maps of its releases (one read
-/// transaction on a blocking thread), before the batch is written.
+/// Resolves the frames of a batch through the source maps of their debug ids and of its
+/// releases (one read transaction on a blocking thread), before the batch is written.
 pub async fn resolve_batch(
     store: &Store,
     org: &OrgId,
     mut events: Vec<ErrorEvent>,
 ) -> Result<Vec<ErrorEvent>, ErrorsError> {
-    let wanted = events
-        .iter()
-        .any(|event| event.release.is_some() && (event.frames.is_some() || event.stack.is_some()));
-    if !wanted {
+    if !events.iter().any(resolve::may_resolve) {
         return Ok(events);
     }
     let org = org.clone();
@@ -132,7 +129,8 @@ pub fn event_count(txn: &impl ReadTxn) -> Result<u64, StoreError> {
     event_db::EVENTS.row_count(txn)
 }
 
-/// Stores (or replaces) the source map of a release and minified file.
+/// Stores (or replaces) a source map: under its release and minified file (when it has a
+/// release) and under its debug id (when it has one).
 pub fn put_sourcemap(
     txn: &WriteTransaction,
     org: &OrgId,

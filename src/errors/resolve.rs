@@ -1,10 +1,12 @@
-//! Source map resolution: each frame of an event with a `release` is looked up in the map
-//! uploaded for that release and the frame's file, and gains
+//! Source map resolution: each frame is looked up in the map uploaded with the frame's
+//! `debug_id` (Sentry's `debug_meta`, carried onto the frame by `compat`), else in the map
+//! uploaded for the event's `release` and the frame's file, and gains
 //! `"resolved":{"file","line","column","function","context"?}`. Runs at ingest (before the
 //! write) and again on read for events that arrived before their map.
 //!
 //! Invariants: resolution never fails an event — a missing, broken or non-matching map leaves
-//! the frame as it was; it runs on blocking threads only (decoding a map is CPU work). A map is
+//! the frame as it was; it runs on blocking threads only (decoding a map is CPU work). A debug
+//! id names one map whatever the release and URL, so it is tried first; by release, a map is
 //! found by the frame's file exactly, then by its path without origin and query (uploads name
 //! either). Decoded maps are cached by map id, so a replaced map (new id) is never served
 //! stale; the cache holds at most `CACHED_MAPS` maps.
@@ -44,20 +46,35 @@ pub fn resolve_frames(
     release: Option<&str>,
     frames: &mut [Value],
 ) -> Result<bool, StoreError> {
-    let Some(release) = release else {
-        return Ok(false);
-    };
-    if !sourcemaps::release_has_maps(txn, org, release)? {
-        return Ok(false);
+    match lookups(txn, org, release, frames)? {
+        Some(release) => resolve_with_maps(txn, org, release, frames),
+        None => Ok(false),
     }
-    resolve_with_maps(txn, org, release, frames)
 }
 
-/// `resolve_frames` for a release known to have maps.
+/// Whether any frame may resolve: `Some` with the release to look maps up by (`None` inside
+/// when the release has no maps, or there is no release, but some frame has a debug id);
+/// `None` when nothing can resolve. Most events of most sites have neither, and need no
+/// look-up per frame.
+fn lookups<'a>(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    release: Option<&'a str>,
+    frames: &[Value],
+) -> Result<Option<Option<&'a str>>, StoreError> {
+    let release = match release {
+        Some(release) if sourcemaps::release_has_maps(txn, org, release)? => Some(release),
+        _ => None,
+    };
+    let by_debug_id = frames.iter().any(|frame| frame.get("debug_id").is_some());
+    Ok((release.is_some() || by_debug_id).then_some(release))
+}
+
+/// `resolve_frames` for frames that may resolve: by their debug id, else by `release`.
 fn resolve_with_maps(
     txn: &ReadTransaction,
     org: &OrgId,
-    release: &str,
+    release: Option<&str>,
     frames: &mut [Value],
 ) -> Result<bool, StoreError> {
     let mut changed = false;
@@ -65,15 +82,20 @@ fn resolve_with_maps(
         if frame.get("resolved").is_some() {
             continue;
         }
-        let (Some(file), Some(line), Some(column)) = (
-            frame["file"].as_str(),
-            frame["line"].as_u64(),
-            frame["column"].as_u64(),
-        ) else {
+        let (Some(line), Some(column)) = (frame["line"].as_u64(), frame["column"].as_u64()) else {
             continue;
         };
-        let Some(map) = map_for(txn, org, release, file)? else {
-            continue;
+        let by_debug_id = match frame["debug_id"].as_str().and_then(sourcemaps::debug_id) {
+            Some(debug_id) => map_by_debug_id(txn, org, &debug_id)?,
+            None => None,
+        };
+        let map = match (by_debug_id, release, frame["file"].as_str()) {
+            (Some(map), _, _) => map,
+            (None, Some(release), Some(file)) => match map_for(txn, org, release, file)? {
+                Some(map) => map,
+                None => continue,
+            },
+            (None, _, _) => continue,
         };
         if let Some(resolved) = resolve_position(&map, line, column)
             && let Some(object) = frame.as_object_mut()
@@ -83,6 +105,18 @@ fn resolve_with_maps(
         }
     }
     Ok(changed)
+}
+
+/// Whether a map could resolve some of an event's frames, without reading the store: it has a
+/// release and frames or a stack, or a frame with a debug id (with or without a release).
+pub fn may_resolve(event: &ErrorEvent) -> bool {
+    let by_release = event.release.is_some() && (event.frames.is_some() || event.stack.is_some());
+    let by_debug_id = event
+        .frames
+        .iter()
+        .flatten()
+        .any(|frame| frame.get("debug_id").is_some());
+    by_release || by_debug_id
 }
 
 /// Resolves an event's frames for a reader: frames derived from its stack are filled in
@@ -107,15 +141,15 @@ pub fn resolve_for_storing(
     org: &OrgId,
     event: &mut ErrorEvent,
 ) -> Result<bool, StoreError> {
-    let Some(release) = event.release.clone() else {
+    let release = event.release.clone();
+    let sent = event.frames.as_deref().unwrap_or_default();
+    // Derived frames never carry a debug id: without maps for the release, nothing resolves.
+    let Some(release) = lookups(txn, org, release.as_deref(), sent)? else {
         return Ok(false);
     };
-    if !sourcemaps::release_has_maps(txn, org, &release)? {
-        return Ok(false);
-    }
     let derived = event.frames.is_none();
     let changed = match event.frames_mut() {
-        Some(frames) => resolve_with_maps(txn, org, &release, frames)?,
+        Some(frames) => resolve_with_maps(txn, org, release, frames)?,
         None => false,
     };
     if derived && !changed {
@@ -132,31 +166,48 @@ fn map_for(
     file: &str,
 ) -> Result<Option<Arc<DecodedMap>>, StoreError> {
     for candidate in candidates(file) {
-        let Some(record) = sourcemaps::find_record(txn, org, release, &candidate)? else {
-            continue;
-        };
-        let id = record.id.to_string();
-        if let Some(map) = lock().get(&id) {
-            return Ok(Some(map.clone()));
+        if let Some(record) = sourcemaps::find_record(txn, org, release, &candidate)? {
+            return decoded(txn, &record);
         }
-        let Some((_, text)) = sourcemaps::find(txn, org, release, &candidate)? else {
-            continue;
-        };
-        // A map that does not decode was accepted by the upload's shallow check only;
-        // frames simply stay unresolved.
-        let Ok(decoded) = sourcemap::decode_slice(text.as_bytes()) else {
-            tracing::debug!(map = %id, "source map does not decode");
-            return Ok(None);
-        };
-        let decoded = Arc::new(decoded);
-        let mut cached = lock();
-        if cached.len() >= CACHED_MAPS {
-            cached.clear();
-        }
-        cached.insert(id, decoded.clone());
-        return Ok(Some(decoded));
     }
     Ok(None)
+}
+
+/// The decoded map uploaded with `debug_id`.
+fn map_by_debug_id(
+    txn: &ReadTransaction,
+    org: &OrgId,
+    debug_id: &str,
+) -> Result<Option<Arc<DecodedMap>>, StoreError> {
+    match sourcemaps::find_record_by_debug_id(txn, org, debug_id)? {
+        Some(record) => decoded(txn, &record),
+        None => Ok(None),
+    }
+}
+
+/// A record's map, decoded, from the cache when it is there.
+fn decoded(
+    txn: &ReadTransaction,
+    record: &sourcemaps::SourceMap,
+) -> Result<Option<Arc<DecodedMap>>, StoreError> {
+    let id = record.id.to_string();
+    if let Some(map) = lock().get(&id) {
+        return Ok(Some(map.clone()));
+    }
+    let text = sourcemaps::map_text(txn, record)?;
+    // A map that does not decode was accepted by the upload's shallow check only; frames
+    // simply stay unresolved.
+    let Ok(decoded) = sourcemap::decode_slice(text.as_bytes()) else {
+        tracing::debug!(map = %id, "source map does not decode");
+        return Ok(None);
+    };
+    let decoded = Arc::new(decoded);
+    let mut cached = lock();
+    if cached.len() >= CACHED_MAPS {
+        cached.clear();
+    }
+    cached.insert(id, decoded.clone());
+    Ok(Some(decoded))
 }
 
 fn lock() -> std::sync::MutexGuard<'static, HashMap<String, Arc<DecodedMap>>> {
@@ -285,6 +336,31 @@ mod tests {
         // Outside the mapped text nothing resolves, and line 0 is not a position.
         assert_eq!(resolve_position(&map, 40, 1), None);
         assert_eq!(resolve_position(&map, 0, 1), None);
+    }
+
+    #[test]
+    fn events_with_a_release_or_a_debug_id_are_looked_up() {
+        let event = |value: serde_json::Value| -> ErrorEvent {
+            let mut fields = json!({"id": "evt_01JDZ5YV6F3N3T8K2M4P6Q8R0S", "level": "error",
+                "message": "m", "url": "u", "timestamp": 1, "received_at": 1});
+            fields
+                .as_object_mut()
+                .unwrap()
+                .extend(value.as_object().unwrap().clone());
+            serde_json::from_value(fields).unwrap()
+        };
+        let frame = json!([{"file": "a.js", "line": 1, "column": 2}]);
+        let with_id = json!([{"file": "a.js", "line": 1, "column": 2, "debug_id": "x"}]);
+        assert!(may_resolve(&event(
+            json!({"release": "1", "frames": frame})
+        )));
+        assert!(may_resolve(&event(json!({"release": "1", "stack": "s"}))));
+        assert!(
+            may_resolve(&event(json!({"frames": with_id}))),
+            "no release"
+        );
+        assert!(!may_resolve(&event(json!({"frames": frame}))));
+        assert!(!may_resolve(&event(json!({"release": "1"}))));
     }
 
     #[test]

@@ -73,12 +73,7 @@ pub async fn post_sourcemap(
     let raw = read_body(body, ingest.body_rules(limit)).await?;
     let encoding = body::encoding(&parts.headers)?;
     let media = body::media_type(&parts.headers, true)?;
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = body::content_type(&parts.headers);
     let decoded = blocking(move || body::decode(&raw, encoding, limit)).await?;
     let upload = match media {
         MediaType::Json => blocking(move || parse_json_upload(&decoded)).await?,
@@ -121,11 +116,16 @@ fn invalid(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidPayload, detail)
 }
 
-/// An upload as received: release, file and the map's text.
-struct Upload {
-    release: String,
-    file: String,
-    map: String,
+/// A source map to store, as an upload or an artifact bundle (`compat`) names it: a release
+/// and minified file, a debug id, or both, and the map's text.
+pub struct MapUpload {
+    pub release: Option<String>,
+    /// The minified file's URL or path.
+    pub file: String,
+    pub map: String,
+    /// A debug id sent beside the map (an artifact bundle's `debug-id` header); else the map's
+    /// own `debug_id`/`debugId` is used.
+    pub debug_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -136,7 +136,7 @@ struct JsonUpload<'a> {
     sourcemap: &'a RawValue,
 }
 
-fn parse_json_upload(bytes: &[u8]) -> Result<Upload, ApiError> {
+fn parse_json_upload(bytes: &[u8]) -> Result<MapUpload, ApiError> {
     let upload: JsonUpload<'_> = serde_json::from_slice(bytes).map_err(|error| {
         invalid(format!(
             "the body must be {{\"release\",\"file\",\"sourcemap\"}} (line {} column {})",
@@ -152,14 +152,15 @@ fn parse_json_upload(bytes: &[u8]) -> Result<Upload, ApiError> {
     } else {
         text.to_string()
     };
-    Ok(Upload {
-        release: upload.release,
+    Ok(MapUpload {
+        release: Some(upload.release),
         file: upload.file,
         map,
+        debug_id: None,
     })
 }
 
-async fn parse_multipart(bytes: Vec<u8>, content_type: &str) -> Result<Upload, ApiError> {
+async fn parse_multipart(bytes: Vec<u8>, content_type: &str) -> Result<MapUpload, ApiError> {
     let boundary = multer::parse_boundary(content_type)
         .map_err(|_| invalid("multipart/form-data needs a boundary"))?;
     let mut form = multer::Multipart::new(Body::from(bytes).into_data_stream(), boundary);
@@ -178,10 +179,11 @@ async fn parse_multipart(bytes: Vec<u8>, content_type: &str) -> Result<Upload, A
         slot.get_or_insert(text);
     }
     let missing = |name: &str| invalid(format!("the multipart field {name} is missing"));
-    Ok(Upload {
-        release: release.ok_or_else(|| missing("release"))?,
+    Ok(MapUpload {
+        release: Some(release.ok_or_else(|| missing("release"))?),
         file: file.ok_or_else(|| missing("file"))?,
         map: map.ok_or_else(|| missing("sourcemap"))?,
+        debug_id: None,
     })
 }
 
@@ -193,15 +195,24 @@ struct MapHead {
     mappings: Option<IgnoredAny>,
     #[serde(default)]
     sections: Option<IgnoredAny>,
+    /// Written by `sentry-cli sourcemaps inject` (`debug_id`) and by bundlers (`debugId`).
+    #[serde(default)]
+    debug_id: Option<String>,
+    #[serde(default, rename = "debugId")]
+    debug_id_camel: Option<String>,
 }
 
-/// Checks an upload and compresses its map.
-fn prepare(
-    upload: Upload,
+/// Checks an upload and compresses its map: a release (when given) that is a valid name, a
+/// file, a version 3 map, and a debug id that is a UUID when one is given; a map must be
+/// findable by its release or its debug id.
+pub fn prepare(
+    upload: MapUpload,
     scrub_pii: bool,
     now: Timestamp,
 ) -> Result<(SourceMap, Vec<u8>), ApiError> {
-    valid_name("release", &upload.release).map_err(invalid)?;
+    if let Some(release) = &upload.release {
+        valid_name("release", release).map_err(invalid)?;
+    }
     let file_ok = !upload.file.is_empty()
         && upload.file.len() <= MAX_FILE_LEN
         && !upload.file.chars().any(char::is_control);
@@ -217,15 +228,25 @@ fn prepare(
             "sourcemap must be a version 3 source map with mappings or sections",
         ));
     }
+    let debug_id = match upload.debug_id.or(head.debug_id).or(head.debug_id_camel) {
+        Some(sent) => Some(
+            crate::errors::debug_id(&sent).ok_or_else(|| invalid("the debug id must be a UUID"))?,
+        ),
+        None => None,
+    };
+    if upload.release.is_none() && debug_id.is_none() {
+        return Err(invalid("a source map needs a release or a debug id"));
+    }
     let compressed =
         zstd::stream::encode_all(upload.map.as_bytes(), 3).map_err(ApiError::internal)?;
     // Scrubbed as the events' `release` and frame files are, so the two still match.
+    let release = upload.release.unwrap_or_default();
     let (release, file) = match scrub_pii {
         true => (
-            scrub::scrub_release(&upload.release).into_owned(),
+            scrub::scrub_release(&release).into_owned(),
             scrub::scrub_text(&upload.file).into_owned(),
         ),
-        false => (upload.release, upload.file),
+        false => (release, upload.file),
     };
     let record = SourceMap {
         id: SourceMapId::generate(),
@@ -233,6 +254,7 @@ fn prepare(
         file,
         size: upload.map.len() as u64,
         uploaded_at: now,
+        debug_id,
     };
     Ok((record, compressed))
 }
@@ -243,11 +265,12 @@ mod tests {
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
 
-    fn upload(map: &str) -> Upload {
-        Upload {
-            release: "1.0".into(),
+    fn upload(map: &str) -> MapUpload {
+        MapUpload {
+            release: Some("1.0".into()),
             file: "https://cdn.test/app.js?token=abc".into(),
             map: map.into(),
+            debug_id: None,
         }
     }
 
@@ -270,6 +293,21 @@ mod tests {
         ] {
             assert!(prepare(upload(bad), true, NOW).is_err(), "{bad}");
         }
+        let with_id =
+            r#"{"version":3,"mappings":"","debugId":"68393A25-88EE-5071-AD32-702DF8B402AD"}"#;
+        let (record, _) = prepare(upload(with_id), true, NOW).unwrap();
+        assert_eq!(
+            record.debug_id.as_deref(),
+            Some("68393a25-88ee-5071-ad32-702df8b402ad")
+        );
+        let bad_id = r#"{"version":3,"mappings":"","debug_id":"not-a-uuid"}"#;
+        assert!(prepare(upload(bad_id), true, NOW).is_err());
+        let mut nameless = upload(map);
+        nameless.release = None;
+        assert!(
+            prepare(nameless, true, NOW).is_err(),
+            "neither release nor id"
+        );
         let json =
             br#"{"release":"1.0","file":"a.js","sourcemap":"{\"version\":3,\"mappings\":\"\"}"}"#;
         assert_eq!(

@@ -1,8 +1,10 @@
 //! Reading an ingest body: media type and encoding (415), the size limit while the raw bytes
-//! stream in and again on the decoded bytes (413), and the JSON batch shape (400).
+//! stream in and again on the decoded bytes (413), and the JSON batch shape (400). `decode` is
+//! the one body decoder of the server (gzip, deflate and br): native ingest accepts gzip only
+//! (`encoding`), the Sentry and OTLP routes of `compat` all three (`Encoding::parse`).
 //!
-//! Invariants: no more than `limit + 1` bytes are ever buffered or inflated, so a gzip bomb
-//! costs at most the limit; JSON is parsed with serde_json's recursion limit on, and a batch
+//! Invariants: no more than `limit + 1` bytes are ever buffered or inflated, so a compression
+//! bomb costs at most the limit; JSON is parsed with serde_json's recursion limit on, and a batch
 //! is only ever an object holding one array of items, so hostile nesting, invalid UTF-8, lone
 //! surrogates and out-of-range numbers (`1e400`) all end as 400 `invalid_payload`. Error
 //! details never quote the body.
@@ -19,6 +21,22 @@ use crate::http::{ApiError, ErrorCode};
 pub enum Encoding {
     Identity,
     Gzip,
+    /// zlib-wrapped as RFC 9110 says, or raw as some clients send it.
+    Deflate,
+    Brotli,
+}
+
+impl Encoding {
+    /// The encoding one `Content-Encoding` value names (case-insensitive); `None` for others.
+    pub fn parse(value: &str) -> Option<Encoding> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "identity" => Some(Encoding::Identity),
+            "gzip" | "x-gzip" => Some(Encoding::Gzip),
+            "deflate" => Some(Encoding::Deflate),
+            "br" => Some(Encoding::Brotli),
+            _ => None,
+        }
+    }
 }
 
 /// What the body is, by its `Content-Type`.
@@ -69,12 +87,20 @@ pub fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
     if values.next().is_some() {
         return Err(unsupported("send at most one Content-Encoding: gzip"));
     }
-    let value = value.to_str().unwrap_or("").trim().to_ascii_lowercase();
-    match value.as_str() {
-        "" | "identity" => Ok(Encoding::Identity),
-        "gzip" | "x-gzip" => Ok(Encoding::Gzip),
+    match Encoding::parse(value.to_str().unwrap_or("?")) {
+        Some(accepted @ (Encoding::Identity | Encoding::Gzip)) => Ok(accepted),
         _ => Err(unsupported("the only Content-Encoding accepted is gzip")),
     }
+}
+
+/// The `Content-Type` as sent (empty when absent or not text): what a multipart reader needs
+/// for its boundary.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The body's media type; `allow_multipart` only for source map uploads.
@@ -98,25 +124,45 @@ pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaTyp
     }
 }
 
-/// The decoded body, at most `limit` bytes (413 beyond). Gzip is inflated only up to one byte
-/// past the limit, so the size of what a small compressed body would expand to never matters.
+/// The decoded body, at most `limit` bytes (413 beyond; 400 for a stream that does not
+/// decode). Compressed bodies are inflated only up to one byte past the limit, so the size of
+/// what a small compressed body would expand to never matters.
 pub fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    let mut decoded = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
+    let corrupt = |name: &str| invalid(format!("the body is not valid {name}"));
     match encoding {
-        Encoding::Identity if raw.len() > limit => Err(too_large(limit)),
-        Encoding::Identity => Ok(raw.to_vec()),
+        Encoding::Identity if raw.len() > limit => return Err(too_large(limit)),
+        Encoding::Identity => decoded.extend_from_slice(raw),
         Encoding::Gzip => {
-            let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-            let mut decoded = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
             flate2::read::MultiGzDecoder::new(raw)
                 .take(cap)
                 .read_to_end(&mut decoded)
-                .map_err(|_| invalid("the body is not valid gzip"))?;
-            if decoded.len() > limit {
-                return Err(too_large(limit));
+                .map_err(|_| corrupt("gzip"))?;
+        }
+        Encoding::Deflate => {
+            let zlib = flate2::read::ZlibDecoder::new(raw)
+                .take(cap)
+                .read_to_end(&mut decoded);
+            if zlib.is_err() {
+                decoded.clear();
+                flate2::read::DeflateDecoder::new(raw)
+                    .take(cap)
+                    .read_to_end(&mut decoded)
+                    .map_err(|_| corrupt("deflate"))?;
             }
-            Ok(decoded)
+        }
+        Encoding::Brotli => {
+            brotli_decompressor::Decompressor::new(raw, 4096)
+                .take(cap)
+                .read_to_end(&mut decoded)
+                .map_err(|_| corrupt("brotli"))?;
         }
     }
+    if decoded.len() > limit {
+        return Err(too_large(limit));
+    }
+    Ok(decoded)
 }
 
 /// Parses any JSON document, reporting only where it broke, never what it held.
@@ -267,6 +313,30 @@ mod tests {
             check_count(&items, 2).unwrap_err().code,
             ErrorCode::TooManyEvents
         );
+    }
+
+    #[test]
+    fn every_encoding_inflates_under_its_cap() {
+        let body = b"{\"hello\":\"world\"}".repeat(100);
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        zlib.write_all(&body).unwrap();
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        raw.write_all(&body).unwrap();
+        let cases = [
+            (Encoding::Gzip, gzip(&body)),
+            (Encoding::Deflate, zlib.finish().unwrap()),
+            (Encoding::Deflate, raw.finish().unwrap()),
+            (Encoding::Identity, body.clone()),
+        ];
+        for (encoding, bytes) in cases {
+            assert_eq!(decode(&bytes, encoding, body.len()).unwrap(), body);
+            let error = decode(&bytes, encoding, body.len() - 1).unwrap_err();
+            assert_eq!(error.code, ErrorCode::BodyTooLarge);
+        }
+        let error = decode(b"garbage", Encoding::Brotli, 100).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidPayload);
+        assert_eq!(Encoding::parse("BR"), Some(Encoding::Brotli));
+        assert_eq!(Encoding::parse("zstd"), None);
     }
 
     proptest! {
