@@ -44,6 +44,7 @@ fn put_map(database: &Database, org: &OrgId, release: &str) {
         file: FILE.to_string(),
         size: MAP.len() as u64,
         uploaded_at: NOW,
+        debug_id: None,
     };
     let compressed = zstd::stream::encode_all(MAP.as_bytes(), 3).unwrap();
     let txn = database.begin_write().unwrap();

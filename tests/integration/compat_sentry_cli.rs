@@ -126,9 +126,12 @@ fn sentry_cli_uploads_debug_id_maps_and_sentry_events_resolve_through_them() {
         assert_eq!(caller["function"], "checkout");
     }
     assert!(plain["frames"][0].get("resolved").is_none());
-    // Both resolved events carry the same original frames, which grouping reads once it
-    // groups by source-mapped frames (fingerprint version 3, with regrouping).
+    // Both resolved events carry the same original frames, and grouping read them
+    // (fingerprint version 3): one group whatever URL served the file, another for the event
+    // no map resolves.
     assert_eq!(shop["frames"][0]["resolved"], cdn["frames"][0]["resolved"]);
+    assert_eq!(shop["group_id"], cdn["group_id"]);
+    assert_ne!(shop["group_id"], plain["group_id"]);
 
     // Uploaded again without a release: another bundle, its map stored by debug id alone.
     let again = upload_maps(&peers, app.path(), &server, &key, &[]);
