@@ -2,10 +2,10 @@
 //! signing with Debian's `xmlsec1`) is the identity provider. The test installs it into a venv
 //! under `target/pysaml2/` when needed, trusts its metadata, answers Lookout's AuthnRequest with
 //! pysaml2's signed Response through `tests/fixtures/pysaml2/idp.py`, and posts it to the ACS as
-//! the browser would: the person is signed in; the same Response again, an unsigned one and one
-//! for another audience are refused. An owner's test sign-in (`test=1`) shows what pysaml2
-//! asserted on the settings page and changes nothing. Without python3-venv or xmlsec1 it fails
-//! naming them.
+//! the browser would: the person is signed in; the same Response again, an unsigned one, one
+//! for another audience or recipient and a wrapped one are refused. An owner's test sign-in
+//! (`test=1`) shows what pysaml2 asserted on the settings page and changes nothing. Without
+//! python3-venv or xmlsec1 it fails naming them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -154,8 +154,8 @@ fn setup() -> (TestServer, Session, String, tempfile::NamedTempFile) {
 }
 
 #[test]
-fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are_refused() {
-    let (server, _owner, org, sp_file) = setup();
+fn pysaml2_signs_people_in_and_its_replayed_unsigned_wrapped_or_misaddressed_answers_are_refused() {
+    let (server, owner, org, sp_file) = setup();
     let sp_path = sp_file.path().to_str().expect("utf-8 path");
 
     // Signed in as a new member, from pysaml2's signed Response.
@@ -199,6 +199,40 @@ fn pysaml2_signs_people_in_and_its_replayed_unsigned_or_misaddressed_answers_are
         "https://another-sp.example/metadata",
     ]);
     refused(&post(&server, &cookie, &elsewhere, &org));
+
+    // Signed for another recipient (Destination and SubjectConfirmationData Recipient).
+    let (request, cookie) = start(&server, &org);
+    let misdirected = idp(&[
+        "respond",
+        sp_path,
+        &request,
+        "erin@saml.example",
+        "--recipient",
+        "https://another-sp.example/acs",
+    ]);
+    refused(&post(&server, &cookie, &misdirected, &org));
+
+    // pysaml2's signed assertion wrapped by an unsigned copy naming mallory, beside it or
+    // around it: refused, and mallory never becomes a member.
+    for how in ["before", "inside"] {
+        let (request, cookie) = start(&server, &org);
+        let wrapped = idp(&[
+            "respond",
+            sp_path,
+            &request,
+            "erin@saml.example",
+            "--wrap",
+            how,
+        ]);
+        refused(&post(&server, &cookie, &wrapped, &org));
+    }
+    let members = owner.get(&server, "/api/v1/orgs/me/members");
+    assert_eq!(members.status, 200, "{}", text(&members.body));
+    assert!(
+        !text(&members.body).contains("mallory"),
+        "{}",
+        text(&members.body)
+    );
 }
 
 /// The owner's test start: the AuthnRequest and the attempt cookie.
