@@ -255,6 +255,13 @@ fn filler() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
+    fn one_pass_finds_the_clues_separate_scans_find(
+        text in "[bBaAsSiIcCeErRyYJj@%40:=. 0-9x-]{0,80}",
+    ) {
+        prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
+    }
+
+    #[test]
     fn planted_emails_never_survive(
         local in "[a-z][a-z0-9._+-]{0,15}",
         domain in "[a-z][a-z0-9-]{0,10}",

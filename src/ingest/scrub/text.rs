@@ -132,6 +132,7 @@ pub(super) fn scrub_text_with<'a>(text: &'a str, clues: &Clues, passes: Passes) 
 /// missing cannot match, so its scan is skipped (most strings need only a few of the eight).
 /// The markers written by a pass add none of these characters, so the clues of the original
 /// text are good for every pass.
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub(super) struct Clues {
     bearer: bool,
     basic: bool,
@@ -147,7 +148,54 @@ pub(super) struct Clues {
 }
 
 impl Clues {
+    /// The clues of `text`, in one pass over its bytes (this runs for every scrubbed text:
+    /// a pass per clue was the largest single cost of ingest's request threads).
     pub(super) fn of(text: &str) -> Clues {
+        let bytes = text.as_bytes();
+        let starts = |at: usize, word: &[u8]| {
+            bytes
+                .get(at..at + word.len())
+                .is_some_and(|here| here.eq_ignore_ascii_case(word))
+        };
+        let mut clues = Clues {
+            bearer: false,
+            basic: false,
+            jwt: false,
+            at_sign: false,
+            colons: 0,
+            equals: false,
+            dotted_digits: 0,
+            digit_chain: 0,
+        };
+        let mut digits = DigitChain::default();
+        for (at, &byte) in bytes.iter().enumerate() {
+            match byte {
+                b':' => clues.colons += 1,
+                b'=' => clues.equals = true,
+                b'@' => clues.at_sign = true,
+                b'%' if bytes[at + 1..].starts_with(b"40") => clues.at_sign = true,
+                b'b' | b'B' => {
+                    clues.bearer |= starts(at, b"bearer");
+                    clues.basic |= starts(at, b"basic");
+                }
+                b'e' if bytes[at + 1..].starts_with(b"yJ") => clues.jwt = true,
+                b'.' if at > 0
+                    && bytes[at - 1].is_ascii_digit()
+                    && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) =>
+                {
+                    clues.dotted_digits += 1;
+                }
+                _ => {}
+            }
+            digits.step(byte);
+        }
+        clues.digit_chain = digits.longest;
+        clues
+    }
+
+    /// The clues as separate scans, one per clue: what the one pass is tested against.
+    #[cfg(test)]
+    pub(super) fn of_by_scans(text: &str) -> Clues {
         let bytes = text.as_bytes();
         let dotted_digits = bytes
             .windows(3)
@@ -166,7 +214,11 @@ impl Clues {
             colons: bytes.iter().filter(|b| **b == b':').count(),
             equals: bytes.contains(&b'='),
             dotted_digits,
-            digit_chain: longest_digit_chain(bytes),
+            digit_chain: {
+                let mut digits = DigitChain::default();
+                bytes.iter().for_each(|&byte| digits.step(byte));
+                digits.longest
+            },
         }
     }
 
@@ -187,22 +239,27 @@ impl Clues {
 }
 
 /// The most digits in one chain where two digits are adjacent or have one space or dash
-/// between them: what `CARD_CANDIDATE` needs 13 of.
-fn longest_digit_chain(bytes: &[u8]) -> usize {
-    let (mut longest, mut chain, mut previous_digit) = (0, 0, false);
-    for &byte in bytes {
+/// between them (what `CARD_CANDIDATE` needs 13 of), counted a byte at a time.
+#[derive(Default)]
+struct DigitChain {
+    longest: usize,
+    chain: usize,
+    previous_digit: bool,
+}
+
+impl DigitChain {
+    fn step(&mut self, byte: u8) {
         if byte.is_ascii_digit() {
-            chain += 1;
-            longest = longest.max(chain);
-            previous_digit = true;
-        } else if matches!(byte, b' ' | b'-') && previous_digit {
-            previous_digit = false;
+            self.chain += 1;
+            self.longest = self.longest.max(self.chain);
+            self.previous_digit = true;
+        } else if matches!(byte, b' ' | b'-') && self.previous_digit {
+            self.previous_digit = false;
         } else {
-            chain = 0;
-            previous_digit = false;
+            self.chain = 0;
+            self.previous_digit = false;
         }
     }
-    longest
 }
 
 /// Replaces every match of `pattern` in `text` with what `replace` makes of it.
