@@ -1,6 +1,6 @@
 //! Regrouping when a source map arrives (CONTRACT section 3: "events that arrived before their
-//! source map are regrouped when it arrives"). Storing a map for release R and file F queues a
-//! job (`enqueue`, in the upload's own transaction); the worker (`run`) walks the
+//! source map are regrouped when it arrives"). Storing a map for release R queues a job
+//! (`enqueue`, in the upload's own transaction), one per release whatever file the map is of; the worker (`run`) walks the
 //! organisation's events with a cursor, `STEP_EVENTS` a step, resolves those of release R
 //! whose frames the stored maps now resolve, and moves each to the group of its source-mapped
 //! fingerprint (`fingerprint.rs`, version 3): the event record's `group_id`, its group-events
@@ -15,8 +15,10 @@
 //! last committed step ended and a step that runs twice changes nothing twice (an event is
 //! moved only when it is still in the group it was read in). Resolution and fingerprints are
 //! computed in a read transaction on a blocking thread, never on the store's writer thread;
-//! no transaction is held across an `.await`. A second upload for the same release and file
-//! restarts its job from the beginning.
+//! no transaction is held across an `.await`. Another map for the same release restarts its
+//! job from the beginning (a step resolves through every stored map of the release, so the
+//! events already walked may resolve further): a deploy uploading twenty maps walks the events
+//! about once, not twenty times.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -39,14 +41,15 @@ use crate::store::{ReadTxn, Scan, Store, StoreError, meta_put, meta_remove};
 
 /// Events read per step (and at most moved per write transaction).
 const STEP_EVENTS: usize = 500;
-/// Keys of queued jobs in the `meta` table: `{prefix}{org}/{escaped release}/{file}`.
+/// Keys of queued jobs in the `meta` table: `{prefix}{org}/{escaped release}` (jobs queued
+/// before jobs were per release carry `/{file}` too, and run as they are).
 const JOB_PREFIX: &str = "errors.regroup/";
 /// How long the worker sleeps when nothing woke it: a job queued by a transaction that had not
 /// committed yet when the worker looked is found by then.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
-/// A queued regrouping: the release and file of the stored map, and the key of the last event
-/// looked at.
+/// A queued regrouping: the release, the file of the map that queued it last (for the
+/// record), and the key of the last event looked at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Job {
     org: String,
@@ -62,8 +65,8 @@ fn wake() -> &'static Notify {
     WAKE.get_or_init(Notify::new)
 }
 
-fn job_key(org: &str, release: &str, file: &str) -> String {
-    format!("{JOB_PREFIX}{org}/{}/{file}", escape_key_part(release))
+fn job_key(org: &str, release: &str) -> String {
+    format!("{JOB_PREFIX}{org}/{}", escape_key_part(release))
 }
 
 /// Queues the regrouping of release `release`'s events for a map of `file`, in the
@@ -80,7 +83,7 @@ pub fn enqueue(
         file: file.to_string(),
         after: None,
     };
-    meta_put(txn, &job_key(org.as_str(), release, file), &encode(&job)?)?;
+    meta_put(txn, &job_key(org.as_str(), release), &encode(&job)?)?;
     wake().notify_one();
     Ok(())
 }

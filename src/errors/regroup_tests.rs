@@ -38,10 +38,15 @@ fn store(database: &Database, org: &OrgId, events: Vec<ErrorEvent>) -> Vec<Error
 
 /// Stores the map of `release` (which queues its job).
 fn put_map(database: &Database, org: &OrgId, release: &str) {
+    put_map_of(database, org, release, FILE);
+}
+
+/// Stores the map of `release` as the map of `file`.
+fn put_map_of(database: &Database, org: &OrgId, release: &str, file: &str) {
     let record = SourceMap {
         id: SourceMapId::generate(),
         release: release.to_string(),
-        file: FILE.to_string(),
+        file: file.to_string(),
         size: MAP.len() as u64,
         uploaded_at: NOW,
         debug_id: None,
@@ -165,4 +170,50 @@ fn a_step_applied_twice_moves_nothing_twice_and_the_next_starts_at_its_cursor() 
     assert!(step(&database).is_none());
     let new = group(&database, &org, stored[0].group_id.as_deref().unwrap());
     assert_eq!(new.count, STEP_EVENTS as u64 + 1);
+}
+
+#[test]
+fn the_maps_of_one_release_queue_one_walk_restarted_by_each() {
+    let (_dir, database) = crate::store::migrations::scratch_database();
+    let org = OrgId::generate();
+    let events = (0..=STEP_EVENTS)
+        .map(|_| event("chromium", "1.0"))
+        .collect();
+    store(&database, &org, events);
+    put_map_of(
+        &database,
+        &org,
+        "1.0",
+        "https://shop.example.com/assets/vendor.min.js",
+    );
+    // The first step of the walk, then another map of the release: the walk starts again.
+    let first = read_step(&database).unwrap();
+    apply(&database, &first);
+    put_map(&database, &org, "1.0");
+    put_map_of(&database, &org, "2.0", FILE);
+    let txn = database.begin_read().unwrap();
+    let jobs = txn
+        .open(META)
+        .unwrap()
+        .scan_with(
+            Scan {
+                prefix: JOB_PREFIX,
+                after: None,
+                limit: 10,
+            },
+            |key, value| {
+                Ok((
+                    key.to_string(),
+                    serde_json::from_slice::<Job>(value).unwrap(),
+                ))
+            },
+        )
+        .unwrap();
+    drop(txn);
+    let releases: Vec<&str> = jobs.iter().map(|(_, job)| job.release.as_str()).collect();
+    assert_eq!(releases.len(), 2, "{jobs:?}");
+    assert!(releases.contains(&"1.0") && releases.contains(&"2.0"));
+    let again = jobs.iter().find(|(_, job)| job.release == "1.0").unwrap();
+    assert_eq!(again.1.after, None, "the walk starts again");
+    assert_eq!(again.1.file, FILE);
 }
