@@ -179,53 +179,28 @@ fn pysaml2_signs_people_in_and_its_replayed_unsigned_wrapped_or_misaddressed_ans
     // The same Response again, even with a fresh attempt of its own, is a replay.
     refused(&post(&server, &cookie, &response, &org));
 
+    // A fresh attempt answered by pysaml2 with `options`, posted to the ACS.
+    let answered_with = |options: &[&str]| {
+        let (request, cookie) = start(&server, &org);
+        let mut args = vec!["respond", sp_path, &request, "erin@saml.example"];
+        args.extend_from_slice(options);
+        post(&server, &cookie, &idp(&args), &org)
+    };
     // Unsigned, and addressed to another service provider: refused.
-    let (request, cookie) = start(&server, &org);
-    let unsigned = idp(&[
-        "respond",
-        sp_path,
-        &request,
-        "erin@saml.example",
-        "--unsigned",
-    ]);
-    refused(&post(&server, &cookie, &unsigned, &org));
-    let (request, cookie) = start(&server, &org);
-    let elsewhere = idp(&[
-        "respond",
-        sp_path,
-        &request,
-        "erin@saml.example",
+    refused(&answered_with(&["--unsigned"]));
+    refused(&answered_with(&[
         "--audience",
         "https://another-sp.example/metadata",
-    ]);
-    refused(&post(&server, &cookie, &elsewhere, &org));
-
+    ]));
     // Signed for another recipient (Destination and SubjectConfirmationData Recipient).
-    let (request, cookie) = start(&server, &org);
-    let misdirected = idp(&[
-        "respond",
-        sp_path,
-        &request,
-        "erin@saml.example",
+    refused(&answered_with(&[
         "--recipient",
         "https://another-sp.example/acs",
-    ]);
-    refused(&post(&server, &cookie, &misdirected, &org));
-
+    ]));
     // pysaml2's signed assertion wrapped by an unsigned copy naming mallory, beside it or
     // around it: refused, and mallory never becomes a member.
-    for how in ["before", "inside"] {
-        let (request, cookie) = start(&server, &org);
-        let wrapped = idp(&[
-            "respond",
-            sp_path,
-            &request,
-            "erin@saml.example",
-            "--wrap",
-            how,
-        ]);
-        refused(&post(&server, &cookie, &wrapped, &org));
-    }
+    refused(&answered_with(&["--wrap", "before"]));
+    refused(&answered_with(&["--wrap", "inside"]));
     let members = owner.get(&server, "/api/v1/orgs/me/members");
     assert_eq!(members.status, 200, "{}", text(&members.body));
     assert!(
