@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use base64::Engine;
 use regex::{Captures, Regex};
 
-use super::names::redact_named_values;
+use super::names::{SENSITIVE_NAMES, redact_named_values};
 use super::{CARD, EMAIL, IP, TOKEN};
 
 /// Which passes run: all of them for free text; `release` keeps dotted numbers (versions) and
@@ -111,7 +111,7 @@ pub(super) fn scrub_text_with<'a>(text: &'a str, clues: &Clues, passes: Passes) 
     if clues.at_sign {
         apply(&mut text, &EMAIL_ADDRESS, |_| EMAIL.to_string());
     }
-    if clues.colons >= 2 {
+    if clues.may_hold_ipv6() {
         apply_candidates(&mut text, &IPV6_CANDIDATE, is_ipv6_address, IP);
     }
     if passes.ipv4 && clues.dotted_digits >= 3 {
@@ -122,7 +122,7 @@ pub(super) fn scrub_text_with<'a>(text: &'a str, clues: &Clues, passes: Passes) 
     }
     // Last, so that a marker written above (`[token]:x`) is judged as a name in this same
     // pass and a second pass finds nothing new.
-    if clues.colons > 0 || clues.equals {
+    if clues.may_hold_named_value() {
         redact_named_values(&mut text);
     }
     text
@@ -145,9 +145,37 @@ pub(super) struct Clues {
     dotted_digits: usize,
     /// The most digits in a row with at most one space or dash between two (a card has 13).
     digit_chain: usize,
+    /// A run of hex digits, `:` and `.` holding two colons that no letter, digit or `_` glues
+    /// onto from the left: where an IPv6 address can start (`is_ipv6_address`).
+    ipv6_run: bool,
+    /// A run of name characters (`NAMED_VALUE`'s) whose letters and digits end like a
+    /// sensitive name (the last eight of them compared; `ends_like_sensitive_name` decides).
+    sensitive_name: bool,
 }
 
 impl Clues {
+    /// A pass writing a marker (`[token]`, `[email]`) ran, or may run.
+    fn marker_may_be_written(&self) -> bool {
+        self.bearer || self.basic || self.jwt || self.at_sign
+    }
+
+    /// Whether the IPv6 pass may find something. A marker written before it ends with `]`,
+    /// which lets a run right after it start an address: then a run glued in the text counts.
+    pub(super) fn may_hold_ipv6(&self) -> bool {
+        self.colons >= 2 && (self.ipv6_run || self.marker_may_be_written())
+    }
+
+    /// Whether the named-values pass may find something: a separator, and a sensitive name in
+    /// the text or a marker written before it that may end one (`[token]:`, `[ip]-hone:`).
+    pub(super) fn may_hold_named_value(&self) -> bool {
+        (self.colons > 0 || self.equals)
+            && (self.sensitive_name
+                || self.marker_may_be_written()
+                || self.may_hold_ipv6()
+                || self.dotted_digits >= 3
+                || self.digit_chain >= 13)
+    }
+
     /// The clues of `text`, in one pass over its bytes (this runs for every scrubbed text:
     /// a pass per clue was the largest single cost of ingest's request threads).
     pub(super) fn of(text: &str) -> Clues {
@@ -166,8 +194,12 @@ impl Clues {
             equals: false,
             dotted_digits: 0,
             digit_chain: 0,
+            ipv6_run: false,
+            sensitive_name: false,
         };
         let mut digits = DigitChain::default();
+        let mut run = HexRun::default();
+        let mut name = NameTail::default();
         for (at, &byte) in bytes.iter().enumerate() {
             match byte {
                 b':' => clues.colons += 1,
@@ -188,8 +220,11 @@ impl Clues {
                 _ => {}
             }
             digits.step(byte);
+            clues.ipv6_run |= run.step(byte);
+            clues.sensitive_name |= name.step(byte);
         }
         clues.digit_chain = digits.longest;
+        clues.sensitive_name |= name.ends_sensitive();
         clues
     }
 
@@ -219,6 +254,33 @@ impl Clues {
                 bytes.iter().for_each(|&byte| digits.step(byte));
                 digits.longest
             },
+            ipv6_run: {
+                let in_run = |b: &u8| b.is_ascii_hexdigit() || *b == b':' || *b == b'.';
+                let glues = |b: u8| in_run(&b) || b.is_ascii_alphanumeric() || b == b'_';
+                (0..bytes.len())
+                    .filter(|&at| in_run(&bytes[at]) && (at == 0 || !glues(bytes[at - 1])))
+                    .any(|start| {
+                        let run: Vec<u8> =
+                            bytes[start..].iter().copied().take_while(in_run).collect();
+                        let lead = run.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+                        let colons = run.iter().filter(|&&b| b == b':').count();
+                        lead <= 4 && run.get(lead) == Some(&b':') && colons >= 2
+                    })
+            },
+            sensitive_name: text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || "_.-[]".contains(c)))
+                .any(|name| {
+                    let letters: Vec<u8> = name
+                        .bytes()
+                        .filter(u8::is_ascii_alphanumeric)
+                        .map(|byte| byte.to_ascii_lowercase())
+                        .collect();
+                    let last_eight = &letters[letters.len().saturating_sub(8)..];
+                    SENSITIVE_NAMES.iter().any(|sensitive| {
+                        let sensitive = sensitive.as_bytes();
+                        last_eight.ends_with(&sensitive[sensitive.len().saturating_sub(8)..])
+                    })
+                }),
         }
     }
 
@@ -234,6 +296,8 @@ impl Clues {
             equals: true,
             dotted_digits: usize::MAX,
             digit_chain: usize::MAX,
+            ipv6_run: true,
+            sensitive_name: true,
         }
     }
 }
@@ -261,6 +325,95 @@ impl DigitChain {
         }
     }
 }
+
+/// Runs of hex digits, `:` and `.`, a byte at a time: whether one that can start an IPv6
+/// candidate has reached two colons. A candidate lies inside one run and starts where its run
+/// starts (anything before it inside the run would glue onto it), with at most four hex digits
+/// before its first colon; so a run counts when nothing glues onto it from the left (a letter,
+/// a digit or `_`) and its first colon comes after at most four hex digits.
+#[derive(Default)]
+struct HexRun {
+    inside: bool,
+    can_start: bool,
+    lead: u8,
+    colons: u8,
+    previous: u8,
+}
+
+impl HexRun {
+    fn step(&mut self, byte: u8) -> bool {
+        let previous = std::mem::replace(&mut self.previous, byte);
+        if !(byte.is_ascii_hexdigit() || byte == b':' || byte == b'.') {
+            self.inside = false;
+            return false;
+        }
+        if !self.inside {
+            self.inside = true;
+            self.colons = 0;
+            self.lead = 0;
+            self.can_start = !(previous.is_ascii_alphanumeric() || previous == b'_');
+        }
+        match byte {
+            b':' => self.colons = self.colons.saturating_add(1),
+            b'.' if self.colons == 0 => self.can_start = false,
+            b'.' => {}
+            _ if self.colons == 0 => {
+                self.lead += 1;
+                self.can_start &= self.lead <= 4;
+            }
+            _ => {}
+        }
+        self.can_start && self.colons >= 2
+    }
+}
+
+/// The letters and digits of the current run of name characters (`NAMED_VALUE`'s), the last
+/// eight lower-cased in a register; checked against the sensitive names where the run ends.
+#[derive(Default)]
+struct NameTail {
+    last_eight: u64,
+}
+
+impl NameTail {
+    fn step(&mut self, byte: u8) -> bool {
+        if byte.is_ascii_alphanumeric() {
+            self.last_eight = self.last_eight << 8 | u64::from(byte.to_ascii_lowercase());
+            false
+        } else if matches!(byte, b'_' | b'.' | b'-' | b'[' | b']') {
+            false
+        } else {
+            let sensitive = self.ends_sensitive();
+            self.last_eight = 0;
+            sensitive
+        }
+    }
+
+    fn ends_sensitive(&self) -> bool {
+        self.last_eight != 0
+            && SENSITIVE_TAILS
+                .iter()
+                .any(|&(mask, tail)| self.last_eight & mask == tail)
+    }
+}
+
+/// Each sensitive name's last eight bytes (or fewer), as `NameTail` holds them, with its mask.
+static SENSITIVE_TAILS: LazyLock<Vec<(u64, u64)>> = LazyLock::new(|| {
+    SENSITIVE_NAMES
+        .iter()
+        .map(|name| {
+            let tail = &name.as_bytes()[name.len().saturating_sub(8)..];
+            let value = tail
+                .iter()
+                .fold(0u64, |value, &byte| value << 8 | u64::from(byte));
+            let mask = if tail.len() == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * tail.len())) - 1
+            };
+            (mask, value)
+        })
+        .collect()
+});
 
 /// Replaces every match of `pattern` in `text` with what `replace` makes of it.
 fn apply(text: &mut Cow<'_, str>, pattern: &Regex, replace: impl Fn(&Captures) -> String) {
