@@ -50,7 +50,7 @@ pub struct ReturnedEvents(oneshot::Receiver<Vec<ErrorEvent>>);
 impl EventBatch {
     /// A batch whose events are dropped with it.
     pub fn new(events: Vec<ErrorEvent>) -> EventBatch {
-        let fingerprints = events.iter().map(groups::fingerprint_of).collect();
+        let fingerprints = super::shapes::fingerprints(&events);
         // An event without a group yet (as every new one is) is encoded now; one that has a
         // group (a test's) or cannot be encoded is encoded whole by the write.
         let encoded = events

@@ -38,6 +38,7 @@ mod resolve;
 // The index is errors' own room; the server starts it and the admin socket and the CLI
 // rebuild it through the re-exports below.
 mod search;
+mod shapes;
 mod sourcemaps;
 mod stack;
 mod views;

@@ -1,0 +1,211 @@
+//! Fingerprints remembered by the shape of a stack: the same error arrives again and again with
+//! the same frames (only line and column numbers, the message's numbers and ids, the time
+//! differ), and its fingerprint is a pure function of a few facts of each frame. `fingerprints`
+//! finds an event's fingerprint by those facts when a recent event had them, so the frames are
+//! parsed but not turned into JSON, normalised, masked and hashed again.
+//!
+//! Invariants: a shape holds every input the fingerprint reads (the error name; per frame the
+//! file, function, `in_app`, whether it has a line, `async`, `eval`), each length-prefixed, so
+//! two events with one shape have one fingerprint; only fingerprints made from frames (basis
+//! `stack`, which never read the message) are remembered; events with a client fingerprint or
+//! with frames a source map resolved are fingerprinted directly. The memory is bounded
+//! (`MAX_SHAPE_BYTES`): when full it starts again empty.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
+use serde_json::Value;
+
+use super::db::fingerprint_of;
+use super::event::ErrorEvent;
+use super::fingerprint::{self, Basis, Fingerprint, Inputs};
+use super::stack::{self, Frame};
+
+/// Bytes of shapes kept (keys and fingerprints, with a per-entry allowance) before the cache
+/// starts again empty.
+const MAX_SHAPE_BYTES: usize = 4 << 20;
+/// What an entry costs besides its key: the fingerprint's strings and the map's slot.
+const ENTRY_OVERHEAD: usize = 160;
+
+struct Shapes {
+    known: HashMap<Box<[u8]>, Fingerprint>,
+    bytes: usize,
+}
+
+static SHAPES: LazyLock<Mutex<Shapes>> = LazyLock::new(|| {
+    Mutex::new(Shapes {
+        known: HashMap::new(),
+        bytes: 0,
+    })
+});
+
+/// Shapes found so far (tests only).
+#[cfg(test)]
+static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The facts of one frame that a fingerprint reads.
+struct Facts<'a> {
+    file: Option<&'a str>,
+    function: Option<&'a str>,
+    in_app: Option<bool>,
+    has_line: bool,
+    is_async: bool,
+    is_eval: bool,
+}
+
+impl<'a> Facts<'a> {
+    fn of_json(frame: &'a Value) -> Facts<'a> {
+        Facts {
+            file: frame["file"].as_str(),
+            function: frame["function"].as_str(),
+            in_app: frame["in_app"].as_bool(),
+            has_line: frame["line"].is_u64(),
+            is_async: frame["async"].as_bool() == Some(true),
+            is_eval: frame["eval"].as_bool() == Some(true),
+        }
+    }
+
+    /// As `Frame::to_json` would show the frame.
+    fn of_parsed(frame: &'a Frame) -> Facts<'a> {
+        Facts {
+            file: Some(&frame.file),
+            function: frame.function.as_deref(),
+            in_app: None,
+            has_line: frame.line.is_some(),
+            is_async: frame.is_async,
+            is_eval: frame.is_eval,
+        }
+    }
+}
+
+/// The shape of an event: its name and the facts of each frame, each text length-prefixed.
+fn shape<'a>(name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) -> Vec<u8> {
+    fn text(key: &mut Vec<u8>, text: Option<&str>) {
+        match text {
+            None => key.push(0),
+            Some(text) => {
+                key.push(1);
+                key.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                key.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
+    let mut key = Vec::with_capacity(512);
+    text(&mut key, name);
+    for facts in frames {
+        text(&mut key, facts.file);
+        text(&mut key, facts.function);
+        let in_app = match facts.in_app {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        };
+        key.push(in_app | u8::from(facts.has_line) << 2 | u8::from(facts.is_async) << 3);
+        key.push(u8::from(facts.is_eval));
+    }
+    key
+}
+
+/// What an event's fingerprint needs: nothing more (fingerprinted directly), or its shape,
+/// with the frames parsed from its stack when it stores none.
+enum Need {
+    Direct,
+    Shape(Vec<u8>, Option<Vec<Frame>>),
+}
+
+fn need_of(event: &ErrorEvent) -> Need {
+    if event
+        .fingerprint
+        .as_ref()
+        .is_some_and(|parts| !parts.is_empty())
+    {
+        return Need::Direct;
+    }
+    let name = event.name.as_deref();
+    match (&event.frames, &event.stack) {
+        (Some(frames), _) if frames.iter().any(|frame| frame["resolved"].is_object()) => {
+            Need::Direct
+        }
+        (Some(frames), _) => Need::Shape(shape(name, frames.iter().map(Facts::of_json)), None),
+        (None, Some(text)) => {
+            let parsed = stack::parse(text);
+            Need::Shape(
+                shape(name, parsed.iter().map(Facts::of_parsed)),
+                Some(parsed),
+            )
+        }
+        (None, None) => Need::Direct,
+    }
+}
+
+/// The fingerprint of each event (as `fingerprint_of` gives it), by shape where one is known.
+pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
+    let needs: Vec<Need> = events.iter().map(need_of).collect();
+    let mut found: Vec<Option<Fingerprint>> = {
+        let shapes = SHAPES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let found: Vec<Option<Fingerprint>> = needs
+            .iter()
+            .map(|need| match need {
+                Need::Shape(key, _) => shapes.known.get(key.as_slice()).cloned(),
+                Need::Direct => None,
+            })
+            .collect();
+        #[cfg(test)]
+        HITS.fetch_add(
+            found.iter().flatten().count(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        found
+    };
+    let mut learned: Vec<(Box<[u8]>, Fingerprint)> = Vec::new();
+    for ((event, need), slot) in events.iter().zip(needs).zip(found.iter_mut()) {
+        if slot.is_some() {
+            continue;
+        }
+        let computed = match need {
+            Need::Direct | Need::Shape(_, None) => fingerprint_of(event),
+            Need::Shape(_, Some(ref parsed)) => {
+                let frames: Vec<Value> = parsed.iter().map(Frame::to_json).collect();
+                fingerprint::fingerprint(&Inputs {
+                    client: None,
+                    name: event.name.as_deref(),
+                    frames: &frames,
+                    message: &event.message,
+                })
+            }
+        };
+        if let Need::Shape(key, _) = need
+            && computed.basis == Basis::Stack
+        {
+            learned.push((key.into_boxed_slice(), computed.clone()));
+        }
+        *slot = Some(computed);
+    }
+    if !learned.is_empty() {
+        let mut shapes = SHAPES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (key, fingerprint) in learned {
+            let cost = key.len() + ENTRY_OVERHEAD;
+            if shapes.bytes + cost > MAX_SHAPE_BYTES {
+                shapes.known.clear();
+                shapes.bytes = 0;
+            }
+            if shapes.known.insert(key, fingerprint).is_none() {
+                shapes.bytes += cost;
+            }
+        }
+    }
+    found.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+fn hits() -> usize {
+    HITS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(test)]
+#[path = "shapes_tests.rs"]
+mod tests;
