@@ -78,9 +78,10 @@ fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
 }
 
 impl Search {
-    /// Event ids matching `request`, newest first: at most `limit` after skipping `offset`.
-    /// Blocking: call it from a blocking thread.
-    pub fn query(&self, request: &SearchRequest) -> Result<Vec<String>, SearchError> {
+    /// Event ids matching `request`, newest first (at most `limit` after skipping `offset`),
+    /// and how many events match in all: one pass over the matches for both. Blocking: call
+    /// it from a blocking thread.
+    pub fn query(&self, request: &SearchRequest) -> Result<(Vec<String>, usize), SearchError> {
         let fields = &self.inner.fields;
         let opened = self.opened();
         let searcher = opened.reader.searcher();
@@ -88,14 +89,15 @@ impl Search {
         let top = TopDocs::with_limit(request.limit.max(1))
             .and_offset(request.offset)
             .order_by_fast_field::<i64>("timestamp", Order::Desc);
-        let mut ids = Vec::new();
-        for (_, address) in searcher.search(&query, &top)? {
+        let (found, matched) = searcher.search(&query, &(top, Count))?;
+        let mut ids = Vec::with_capacity(found.len());
+        for (_, address) in found {
             let document: TantivyDocument = searcher.doc(address)?;
             if let Some(id) = document.get_first(fields.id).and_then(|v| v.as_str()) {
                 ids.push(id.to_string());
             }
         }
-        Ok(ids)
+        Ok((ids, matched))
     }
 
     /// How many events match `request` (its `limit` and `offset` aside), counted in the index.
