@@ -20,6 +20,10 @@ use crate::store::ages::{self, Kind};
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
 /// Items deleted per transaction.
 pub const BATCH: usize = 256;
+/// After each of its transactions a sweep waits this many times as long as the transaction
+/// took: a large backlog (a lowered retention, a store that was offline) takes at most a third
+/// of the store's one writer, and ingest's requests keep their latency meanwhile.
+const PAUSE_PER_WRITE: u32 = 2;
 
 /// Sweeps every `SWEEP_INTERVAL` until `shutdown` turns true (or its sender is dropped).
 pub async fn run(ingest: Ingest, mut shutdown: watch::Receiver<bool>) {
@@ -44,7 +48,9 @@ pub async fn run(ingest: Ingest, mut shutdown: watch::Receiver<bool>) {
 pub async fn sweep(ingest: &Ingest, shutdown: &watch::Receiver<bool>) -> usize {
     let cutoff = retention_cutoff(ingest.clock().now(), ingest.retention());
     let mut total = 0;
+    let mut shutdown = shutdown.clone();
     while !*shutdown.borrow() {
+        let began = std::time::Instant::now();
         let removed = ingest
             .store()
             .write(move |txn| delete_expired(txn, cutoff, BATCH))
@@ -52,8 +58,14 @@ pub async fn sweep(ingest: &Ingest, shutdown: &watch::Receiver<bool>) -> usize {
         match removed {
             Ok(count) => {
                 total += count;
+                // Counted per transaction, so a long sweep shows its progress.
+                metrics::counter!("lookout_ingest_retention_deleted_total").increment(count as u64);
                 if count < BATCH {
                     break;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(began.elapsed() * PAUSE_PER_WRITE) => {}
+                    _ = shutdown.changed() => {}
                 }
             }
             Err(error) => {
@@ -63,7 +75,6 @@ pub async fn sweep(ingest: &Ingest, shutdown: &watch::Receiver<bool>) -> usize {
         }
     }
     if total > 0 {
-        metrics::counter!("lookout_ingest_retention_deleted_total").increment(total as u64);
         tracing::info!(deleted = total, "retention removed old telemetry");
     }
     total
