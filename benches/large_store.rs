@@ -1,11 +1,15 @@
 //! Cost against the size of the store: a store of 1 M (or 10 M) error events built through the
 //! normal ingest path of the release `lookout serve`, then on it: search p50/p99 (a message
 //! word, a tag, a release, a stack term, a combination), cold start to `/healthz` 200 after a
-//! clean stop and after `kill -9`, and a retention sweep of every stored event while ingest goes
-//! on at half the rate the store was filled at (request p99 before and during the sweep).
+//! clean stop and after `kill -9`, and a retention sweep of the oldest 1 M events while ingest
+//! goes on at half the rate the store was filled at (request p99 before and during the sweep).
+//!
+//! The first 1 M events are stored with the server's clock as it is, the rest (and everything
+//! until the sweep) with the clock 20 days ahead; the sweep runs with it 35 days ahead, so the
+//! first 1 M events, and only they, are past the 30-day retention.
 //!
 //! Run: `cargo bench --bench large_store`. It checks the free disk first: 10 M events only when
-//! more than three times their estimated size is free, else 1 M, and says which it chose.
+//! more than twice their estimated size is free, else 1 M, and says which it chose.
 //! LOOKOUT_BENCH_EVENTS forces a count (still checked against the disk); LOOKOUT_BENCH_RUNS sets
 //! the runs per search (100); LOOKOUT_BENCH_SECONDS the seconds of ingest before the sweep (20).
 //! The store lives in a temporary directory, deleted at the end.
@@ -23,8 +27,11 @@ use support::{
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
-/// Estimated disk per stored event (store and index, with a margin) for the free-space check.
-const BYTES_PER_EVENT: u64 = 3_000;
+/// Estimated disk per stored event (store and index) for the free-space check: the aim of
+/// issue 18, above the 1,188–1,190 B these events measured at 1 M.
+const BYTES_PER_EVENT: u64 = 1_500;
+/// Events the retention sweep deletes: the oldest, stored 35 days before the sweep's clock.
+const EXPIRING: usize = 1_000_000;
 const PER_FILL_REQUEST: usize = 2_000;
 const FILL_CLIENTS: usize = 4;
 const PER_PACED_REQUEST: usize = 100;
@@ -64,7 +71,10 @@ const SEARCHES: [(&str, &str); 5] = [
         "timeout AND release:1.0.7 AND tag.plan:pro",
     ),
 ];
-const RETENTION_OFFSET_SECONDS: &str = "2764800"; // 32 days: every stored event is expired
+/// The server's clock after the first `EXPIRING` events: 20 days ahead, so they are 20 days old.
+const AGED: (&str, &str) = ("LOOKOUT_CLOCK_OFFSET_SECONDS", "1728000");
+/// The clock of the sweep: 35 days ahead, so only the first `EXPIRING` events are past 30 days.
+const SWEEP: (&str, &str) = ("LOOKOUT_CLOCK_OFFSET_SECONDS", "3024000");
 
 fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
     let mut env = vec![
@@ -112,7 +122,7 @@ fn ingest(client: &reqwest::blocking::Client, base: &str, first: usize, count: u
     assert_eq!(reply.status().as_u16(), 202, "ingest");
 }
 
-/// 10 M when the disk has room for three times that, else 1 M (or LOOKOUT_BENCH_EVENTS).
+/// 10 M when the disk has room for twice that, else 1 M (or LOOKOUT_BENCH_EVENTS).
 fn choose_events(dir: &Path) -> usize {
     let output = std::process::Command::new("df")
         .args(["-B1", "--output=avail"])
@@ -124,12 +134,12 @@ fn choose_events(dir: &Path) -> usize {
         .nth(1)
         .and_then(|line| line.trim().parse().ok())
         .expect("df's free bytes");
-    let room = |events: u64| free > 3 * events * BYTES_PER_EVENT;
+    let room = |events: u64| free > 2 * events * BYTES_PER_EVENT;
     let forced = env_number("LOOKOUT_BENCH_EVENTS", 0);
     let chosen = if forced > 0 {
         assert!(
             room(forced),
-            "{forced} events need 3 × {forced} × {BYTES_PER_EVENT} B free"
+            "{forced} events need 2 × {forced} × {BYTES_PER_EVENT} B free"
         );
         forced
     } else if room(10_000_000) {
@@ -137,7 +147,7 @@ fn choose_events(dir: &Path) -> usize {
     } else {
         assert!(
             room(1_000_000),
-            "not even 1 M events fit three times in {free} B free"
+            "not even 1 M events fit twice in {free} B free"
         );
         1_000_000
     };
@@ -149,9 +159,9 @@ fn choose_events(dir: &Path) -> usize {
     chosen as usize
 }
 
-/// Fills the store with `events` events from `FILL_CLIENTS` clients; returns events/s.
-fn fill(base: &str, events: usize) -> f64 {
-    let next = Arc::new(AtomicUsize::new(0));
+/// Stores events `from..to` from `FILL_CLIENTS` clients; returns events/s.
+fn fill(base: &str, from: usize, to: usize) -> f64 {
+    let next = Arc::new(AtomicUsize::new(from));
     let began = Instant::now();
     let clients: Vec<_> = (0..FILL_CLIENTS)
         .map(|_| {
@@ -160,10 +170,10 @@ fn fill(base: &str, events: usize) -> f64 {
                 let client = reqwest::blocking::Client::new();
                 loop {
                     let first = next.fetch_add(PER_FILL_REQUEST, Ordering::Relaxed);
-                    if first >= events {
+                    if first >= to {
                         break;
                     }
-                    ingest(&client, &base, first, PER_FILL_REQUEST.min(events - first));
+                    ingest(&client, &base, first, PER_FILL_REQUEST.min(to - first));
                 }
             })
         })
@@ -172,8 +182,8 @@ fn fill(base: &str, events: usize) -> f64 {
         client.join().unwrap();
     }
     let seconds = began.elapsed().as_secs_f64();
-    println!("stored {events} events in {seconds:.1} s");
-    events as f64 / seconds
+    println!("stored events {from}..{to} in {seconds:.1} s");
+    (to - from) as f64 / seconds
 }
 
 fn percentile(sorted: &[f64], fraction: f64) -> f64 {
@@ -269,11 +279,22 @@ fn report(phase: &str, latencies: &[f64], seconds: f64) {
 fn main() {
     let temp = tempfile::tempdir().unwrap();
     let events = choose_events(temp.path());
+    let expiring = EXPIRING.min(events);
     let data_dir = temp.path().join("data");
     let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
     let session = sign_in_owner(&data_dir, &base);
     let key = api_key(&base, &session);
-    let fill_rate = fill(&base, events);
+    let began = Instant::now();
+    fill(&base, 0, expiring);
+    stop(server);
+    // From here on the clock is 20 days ahead: the events above are 20 days old.
+    let aged = env(&[AGED]);
+    let (server, base, _) = start_until_healthy(&data_dir, &aged);
+    if events > expiring {
+        fill(&base, expiring, events);
+    }
+    let fill_rate = events as f64 / began.elapsed().as_secs_f64();
+    println!("filled at {fill_rate:.0} events/s overall (one restart included)");
     wait_for_index(&base, &key, events - 1);
     let (apparent, allocated) = disk_bytes(&data_dir);
     println!(
@@ -286,7 +307,7 @@ fn main() {
     stop(server);
 
     for round in 1..=3 {
-        let (server, base, took) = start_until_healthy(&data_dir, &env(&[]));
+        let (server, base, took) = start_until_healthy(&data_dir, &aged);
         let indexed = metric(&base, "lookout_search_catch_up_events_total");
         println!(
             "clean stop, start {round}: /healthz in {} ms, events indexed again {indexed}",
@@ -294,17 +315,17 @@ fn main() {
         );
         stop(server);
     }
-    let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
+    let (server, base, _) = start_until_healthy(&data_dir, &aged);
     ingest(&reqwest::blocking::Client::new(), &base, events, 1_000);
     drop(server); // kill -9: Process kills on drop
-    let (server, base, took) = start_until_healthy(&data_dir, &env(&[]));
+    let (server, base, took) = start_until_healthy(&data_dir, &aged);
     println!(
         "kill -9: /healthz in {} ms ({})",
         took.as_millis(),
         health(&base).unwrap_or_default()
     );
 
-    // Retention: ingest at half the fill rate, then the same with every stored event expired.
+    // Retention: ingest at half the fill rate, then the same while the oldest events expire.
     let rate = fill_rate / 2.0;
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
     let began = Instant::now();
@@ -314,11 +335,9 @@ fn main() {
     });
     report(&format!("at {rate:.0} events/s before"), &before, seconds);
     stop(server);
-    let expired = &[("LOOKOUT_CLOCK_OFFSET_SECONDS", RETENTION_OFFSET_SECONDS)];
-    let (server, base, _) = start_until_healthy(&data_dir, &env(expired));
+    let (server, base, _) = start_until_healthy(&data_dir, &env(&[SWEEP]));
     let began = Instant::now();
-    let stored = (first + before.len() * PER_PACED_REQUEST) as f64;
-    let swept = || metric(&base, "lookout_ingest_retention_deleted_total") >= stored;
+    let swept = || metric(&base, "lookout_ingest_retention_deleted_total") >= expiring as f64;
     let first = first + before.len() * PER_PACED_REQUEST;
     let during = paced(&base, first, rate, || {
         swept() || began.elapsed() > Duration::from_secs(1_800)
@@ -326,8 +345,9 @@ fn main() {
     let took = began.elapsed().as_secs_f64();
     report("during the sweep", &during, took);
     println!(
-        "retention sweep: {} events deleted in {took:.1} s",
-        metric(&base, "lookout_ingest_retention_deleted_total")
+        "retention sweep: {} events deleted in {took:.1} s (the {expiring} oldest of {} stored expired)",
+        metric(&base, "lookout_ingest_retention_deleted_total"),
+        first + during.len() * PER_PACED_REQUEST,
     );
     drop(server);
 }
