@@ -22,11 +22,13 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Number, Value};
 
+mod clues;
 mod names;
 mod text;
 
+use clues::Clues;
 pub use names::is_sensitive_name;
-use text::{Clues, Passes, is_card_number, scrub_text_with};
+use text::{Passes, is_card_number, scrub_text_with};
 pub use text::{luhn_valid, scrub_text};
 
 pub const EMAIL: &str = "[email]";
