@@ -9,7 +9,7 @@
 //! two events with one shape have one fingerprint; only fingerprints made from frames (basis
 //! `stack`, which never read the message) are remembered; events with a client fingerprint or
 //! with frames a source map resolved are fingerprinted directly. The memory is bounded
-//! (`MAX_SHAPE_BYTES`): when full it starts again empty.
+//! (`MAX_SHAPE_BYTES`, each shape at most `MAX_SHAPE_KEY`): when full it starts again empty.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
@@ -26,6 +26,9 @@ use super::stack::{self, Frame};
 const MAX_SHAPE_BYTES: usize = 4 << 20;
 /// What an entry costs besides its key: the fingerprint's strings and the map's slot.
 const ENTRY_OVERHEAD: usize = 160;
+/// The longest shape remembered: a longer one (a client's thousands of frames) is
+/// fingerprinted every time rather than crowding out the others.
+const MAX_SHAPE_KEY: usize = 64 << 10;
 
 struct Shapes {
     known: HashMap<Box<[u8]>, Fingerprint>,
@@ -178,6 +181,7 @@ pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
         };
         if let Need::Shape(key, _) = need
             && computed.basis == Basis::Stack
+            && key.len() <= MAX_SHAPE_KEY
         {
             learned.push((key.into_boxed_slice(), computed.clone()));
         }

@@ -106,3 +106,27 @@ fn the_shapes_kept_stay_within_their_bound() {
         assert!(shapes.known.len() * ENTRY_OVERHEAD <= MAX_SHAPE_BYTES);
     }
 }
+
+#[test]
+fn a_shape_longer_than_the_longest_kept_is_computed_each_time() {
+    let frames: Vec<Value> = (0..400)
+        .map(|n| {
+            json!({"file": format!("https://shop.example.com/{}.js", "f".repeat(200)),
+            "line": n + 1, "function": format!("shapesLong{n}")})
+        })
+        .collect();
+    let long = event(json!({"name": "TypeError", "message": "m", "frames": frames}));
+    // Twice: right both times, and never remembered.
+    for _ in 0..2 {
+        assert_eq!(
+            fingerprints(std::slice::from_ref(&long)),
+            vec![fingerprint_of(&long)]
+        );
+    }
+    let key = match need_of(&long) {
+        Need::Shape(key, _) => key,
+        Need::Direct => panic!("frames without a resolved one have a shape"),
+    };
+    assert!(key.len() > MAX_SHAPE_KEY);
+    assert!(!SHAPES.lock().unwrap().known.contains_key(key.as_slice()));
+}
