@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::db::fingerprint_of;
 use super::event::ErrorEvent;
-use super::fingerprint::{self, Basis, Fingerprint, Inputs};
+use super::fingerprint::{Basis, Fingerprint};
 use super::stack::{self, Frame};
 
 /// Bytes of shapes kept (keys and fingerprints, with a per-entry allowance) before the cache
@@ -109,51 +109,35 @@ fn shape<'a>(name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) -> Vec
     key
 }
 
-/// What an event's fingerprint needs: nothing more (fingerprinted directly), or its shape,
-/// with the frames parsed from its stack when it stores none.
-enum Need {
-    Direct,
-    Shape(Vec<u8>, Option<Vec<Frame>>),
-}
-
-fn need_of(event: &ErrorEvent) -> Need {
+/// The shape of an event, unless it is fingerprinted directly (a client fingerprint, resolved
+/// frames, or neither frames nor a stack).
+fn shape_of(event: &ErrorEvent) -> Option<Vec<u8>> {
     if event
         .fingerprint
         .as_ref()
         .is_some_and(|parts| !parts.is_empty())
     {
-        return Need::Direct;
+        return None;
     }
     let name = event.name.as_deref();
     match (&event.frames, &event.stack) {
-        (Some(frames), _) if frames.iter().any(|frame| frame["resolved"].is_object()) => {
-            Need::Direct
-        }
-        (Some(frames), _) => Need::Shape(shape(name, frames.iter().map(Facts::of_json)), None),
-        (None, Some(text)) => {
-            let parsed = stack::parse(text);
-            Need::Shape(
-                shape(name, parsed.iter().map(Facts::of_parsed)),
-                Some(parsed),
-            )
-        }
-        (None, None) => Need::Direct,
+        (Some(frames), _) if frames.iter().any(|frame| frame["resolved"].is_object()) => None,
+        (Some(frames), _) => Some(shape(name, frames.iter().map(Facts::of_json))),
+        (None, Some(text)) => Some(shape(name, stack::parse(text).iter().map(Facts::of_parsed))),
+        (None, None) => None,
     }
 }
 
 /// The fingerprint of each event (as `fingerprint_of` gives it), by shape where one is known.
 pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
-    let needs: Vec<Need> = events.iter().map(need_of).collect();
+    let shapes_of: Vec<Option<Vec<u8>>> = events.iter().map(shape_of).collect();
     let mut found: Vec<Option<Fingerprint>> = {
         let shapes = SHAPES
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let found: Vec<Option<Fingerprint>> = needs
+        let found: Vec<Option<Fingerprint>> = shapes_of
             .iter()
-            .map(|need| match need {
-                Need::Shape(key, _) => shapes.known.get(key.as_slice()).cloned(),
-                Need::Direct => None,
-            })
+            .map(|key| shapes.known.get(key.as_deref()?).cloned())
             .collect();
         #[cfg(test)]
         HITS.fetch_add(
@@ -163,23 +147,13 @@ pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
         found
     };
     let mut learned: Vec<(Box<[u8]>, Fingerprint)> = Vec::new();
-    for ((event, need), slot) in events.iter().zip(needs).zip(found.iter_mut()) {
+    for ((event, key), slot) in events.iter().zip(shapes_of).zip(found.iter_mut()) {
         if slot.is_some() {
             continue;
         }
-        let computed = match need {
-            Need::Direct | Need::Shape(_, None) => fingerprint_of(event),
-            Need::Shape(_, Some(ref parsed)) => {
-                let frames: Vec<Value> = parsed.iter().map(Frame::to_json).collect();
-                fingerprint::fingerprint(&Inputs {
-                    client: None,
-                    name: event.name.as_deref(),
-                    frames: &frames,
-                    message: &event.message,
-                })
-            }
-        };
-        if let Need::Shape(key, _) = need
+        // A shape not known yet: fingerprinted as any event is (its stack parsed once more).
+        let computed = fingerprint_of(event);
+        if let Some(key) = key
             && computed.basis == Basis::Stack
             && key.len() <= MAX_SHAPE_KEY
         {

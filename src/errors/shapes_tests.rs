@@ -123,10 +123,7 @@ fn a_shape_longer_than_the_longest_kept_is_computed_each_time() {
             vec![fingerprint_of(&long)]
         );
     }
-    let key = match need_of(&long) {
-        Need::Shape(key, _) => key,
-        Need::Direct => panic!("frames without a resolved one have a shape"),
-    };
+    let key = shape_of(&long).expect("frames without a resolved one have a shape");
     assert!(key.len() > MAX_SHAPE_KEY);
     assert!(!SHAPES.lock().unwrap().known.contains_key(key.as_slice()));
 }
