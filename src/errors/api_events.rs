@@ -130,7 +130,7 @@ pub async fn list_errors(
                 group: group_filter,
                 ..SearchRequest::of_org(org_id.to_string())
             };
-            let indexed = tokio::task::spawn_blocking(move || search.count(&request))
+            let (indexed, _) = tokio::task::spawn_blocking(move || search.count(&request))
                 .await
                 .map_err(ApiError::internal)?
                 .map_err(ApiError::internal)?;
@@ -211,12 +211,13 @@ async fn search_errors(
         offset,
         ..SearchRequest::of_org(org.to_string())
     };
-    // The index counts every match without reading a document, in the same pass that finds
-    // the page: the total is exact.
-    let (ids, total) = tokio::task::spawn_blocking(move || search.query(&request))
+    // The index finds the page and counts the matches in one newest-first visit: exact up to
+    // EXACT_TOTAL_UP_TO, an estimate past it.
+    let found = tokio::task::spawn_blocking(move || search.query(&request))
         .await
         .map_err(ApiError::internal)?
         .map_err(search_problem)?;
+    let (ids, total, total_is_estimate) = (found.ids, found.total, found.total_is_estimate);
     let found = ids.len();
     let items = store.read(move |txn| events_of(txn, &org, ids)).await?;
     let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
@@ -225,7 +226,7 @@ async fn search_errors(
         items,
         next_cursor,
         total: total as u64,
-        total_is_estimate: false,
+        total_is_estimate,
     }))
 }
 

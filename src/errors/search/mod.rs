@@ -19,6 +19,7 @@
 //! old index until the new one is complete.
 
 pub mod checkpoint;
+pub mod newest;
 pub mod query;
 pub mod rebuild;
 pub mod schema;
@@ -83,6 +84,18 @@ struct Inner {
 pub struct Opened {
     pub index: Index,
     pub reader: IndexReader,
+    /// The newest timestamp per block of each segment, for newest-first searches.
+    pub maxima: newest::BlockMaxima,
+}
+
+impl Opened {
+    pub fn new(index: Index, reader: IndexReader) -> Opened {
+        Opened {
+            index,
+            reader,
+            maxima: newest::BlockMaxima::default(),
+        }
+    }
 }
 
 /// The index directory of a data dir.
@@ -130,10 +143,10 @@ impl Search {
         let complete = live.take_complete_mark()? || !live.has_stored_after_checkpoint(store)?;
         status.set_catching_up(!complete);
         let (_, fields) = schema::schema();
-        let current = Arc::new(RwLock::new(Arc::new(Opened {
-            index: live.index.clone(),
-            reader: live.reader.clone(),
-        })));
+        let current = Arc::new(RwLock::new(Arc::new(Opened::new(
+            live.index.clone(),
+            live.reader.clone(),
+        ))));
         let writer = Writer::new(
             fields.clone(),
             live,

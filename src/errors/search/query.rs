@@ -14,17 +14,21 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
-use tantivy::query_grammar::{self, UserInputAst, UserInputLeaf};
+use tantivy::query_grammar::{self, Delimiter, UserInputAst, UserInputLeaf, UserInputLiteral};
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{Order, Searcher, TantivyDocument, Term};
+use tantivy::{Searcher, TantivyDocument, Term};
 
+use super::newest::{self, Counting};
 use super::schema::{KIND_EVENT, KIND_GROUP};
 use super::{Opened, Search, SearchError};
 
 /// Groups whose stacks match one term that are carried into the event query.
 const MAX_MATCHING_GROUPS: usize = 1_000;
+/// Up to this many groups, a stack term's groups are a union of terms, each read as the search
+/// advances; past it, one set, whose documents are all read when a segment is searched.
+const GROUP_TERMS_UP_TO: usize = 64;
 /// The fields a term without a field searches besides `stack`.
 const EVENT_TEXT_FIELDS: [&str; 3] = ["message", "name", "url"];
 
@@ -42,6 +46,13 @@ pub struct SearchRequest {
     pub service: Option<String>,
     pub limit: usize,
     pub offset: usize,
+}
+
+/// A page of event ids, newest first, and how many events match in all.
+pub struct Page {
+    pub ids: Vec<String>,
+    pub total: usize,
+    pub total_is_estimate: bool,
 }
 
 /// The groups of the newest events matching a request.
@@ -79,34 +90,57 @@ fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
 
 impl Search {
     /// Event ids matching `request`, newest first (at most `limit` after skipping `offset`),
-    /// and how many events match in all: one pass over the matches for both. Blocking: call
-    /// it from a blocking thread.
-    pub fn query(&self, request: &SearchRequest) -> Result<(Vec<String>, usize), SearchError> {
+    /// and how many events match in all (exact up to `EXACT_TOTAL_UP_TO`): one newest-first
+    /// visit for both. Blocking: call it from a blocking thread.
+    pub fn query(&self, request: &SearchRequest) -> Result<Page, SearchError> {
         let fields = &self.inner.fields;
         let opened = self.opened();
         let searcher = opened.reader.searcher();
         let query = self.build_query(&opened, &searcher, request)?;
-        let top = TopDocs::with_limit(request.limit.max(1))
-            .and_offset(request.offset)
-            .order_by_fast_field::<i64>("timestamp", Order::Desc);
-        let (found, matched) = searcher.search(&query, &(top, Count))?;
-        let mut ids = Vec::with_capacity(found.len());
-        for (_, address) in found {
+        let wanted = request.offset.saturating_add(request.limit.max(1));
+        let newest = newest::newest(
+            &searcher,
+            &opened.maxima,
+            &query,
+            "timestamp",
+            wanted,
+            Counting::API,
+        )?;
+        tracing::debug!(
+            visited = newest.visited,
+            total = newest.total,
+            exact = newest.exact,
+            "events searched newest first"
+        );
+        let mut ids = Vec::with_capacity(request.limit);
+        for (_, address) in newest.found.into_iter().skip(request.offset) {
             let document: TantivyDocument = searcher.doc(address)?;
             if let Some(id) = document.get_first(fields.id).and_then(|v| v.as_str()) {
                 ids.push(id.to_string());
             }
         }
-        Ok((ids, matched))
+        Ok(Page {
+            ids,
+            total: newest.total,
+            total_is_estimate: !newest.exact,
+        })
     }
 
-    /// How many events match `request` (its `limit` and `offset` aside), counted in the index.
-    /// Blocking: call it from a blocking thread.
-    pub fn count(&self, request: &SearchRequest) -> Result<usize, SearchError> {
+    /// How many events match `request` (its `limit` and `offset` aside): exact up to
+    /// `EXACT_TOTAL_UP_TO`, an estimate past it. Blocking: call it from a blocking thread.
+    pub fn count(&self, request: &SearchRequest) -> Result<(usize, bool), SearchError> {
         let opened = self.opened();
         let searcher = opened.reader.searcher();
         let query = self.build_query(&opened, &searcher, request)?;
-        Ok(searcher.search(&query, &Count)?)
+        let counted = newest::newest(
+            &searcher,
+            &opened.maxima,
+            &query,
+            "timestamp",
+            0,
+            Counting::API,
+        )?;
+        Ok((counted.total, !counted.exact))
     }
 
     /// The distinct groups of the newest `max_events` events matching `request`. Blocking:
@@ -120,11 +154,16 @@ impl Search {
         let opened = self.opened();
         let searcher = opened.reader.searcher();
         let query = self.build_query(&opened, &searcher, request)?;
-        let top = TopDocs::with_limit(max_events.max(1))
-            .order_by_fast_field::<i64>("timestamp", Order::Desc);
-        let (found, matched) = searcher.search(&query, &(top, Count))?;
+        let newest = newest::newest(
+            &searcher,
+            &opened.maxima,
+            &query,
+            "timestamp",
+            max_events.max(1),
+            Counting::API,
+        )?;
         let mut groups = BTreeSet::new();
-        for (_, address) in &found {
+        for (_, address) in &newest.found {
             let document: TantivyDocument = searcher.doc(*address)?;
             if let Some(group) = document.get_first(fields.group).and_then(|v| v.as_str()) {
                 groups.insert(group.to_string());
@@ -132,8 +171,8 @@ impl Search {
         }
         Ok(MatchedGroups {
             groups,
-            read_events: found.len(),
-            matched_events: matched,
+            read_events: newest.found.len(),
+            matched_events: newest.total,
         })
     }
 
@@ -248,7 +287,7 @@ impl StackTerms<'_> {
                 either.push((Some(query_grammar::Occur::Should), on(field)));
             }
         }
-        if !groups.is_empty() || either.is_empty() {
+        if groups.len() > GROUP_TERMS_UP_TO || either.is_empty() {
             // An empty set matches nothing, which is what a stack term no group holds means.
             let set = UserInputLeaf::Set {
                 field: Some("group".to_string()),
@@ -258,6 +297,21 @@ impl StackTerms<'_> {
                 Some(query_grammar::Occur::Should),
                 UserInputAst::Leaf(Box::new(set)),
             ));
+        } else {
+            // A few groups: one term each, read lazily (a set reads all its documents up front).
+            for group in groups {
+                let literal = UserInputLiteral {
+                    field_name: Some("group".to_string()),
+                    phrase: group,
+                    delimiter: Delimiter::None,
+                    slop: 0,
+                    prefix: false,
+                };
+                either.push((
+                    Some(query_grammar::Occur::Should),
+                    UserInputAst::Leaf(Box::new(UserInputLeaf::Literal(literal))),
+                ));
+            }
         }
         Ok(UserInputAst::Clause(either))
     }

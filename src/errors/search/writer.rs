@@ -316,10 +316,7 @@ impl Writer {
                 return None;
             }
         };
-        let opened = Arc::new(Opened {
-            index: live.index.clone(),
-            reader: live.reader.clone(),
-        });
+        let opened = Arc::new(Opened::new(live.index.clone(), live.reader.clone()));
         *current.write().unwrap_or_else(|p| p.into_inner()) = opened;
         reports.finished(result);
         Some(Writer {
