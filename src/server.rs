@@ -320,7 +320,8 @@ pub async fn run(
     // The index catches up with events it missed (a crash, a restore) while the server serves.
     let search = {
         let (dir, store) = (crate::errors::index_dir(data_dir.path()), store.clone());
-        tokio::task::spawn_blocking(move || crate::errors::Search::start(&dir, &store))
+        let inbox_bytes = config.search_inbox_bytes;
+        tokio::task::spawn_blocking(move || crate::errors::Search::start(&dir, &store, inbox_bytes))
             .await
             .context("search start-up task failed")?
             .context("cannot open the search index")?

@@ -106,6 +106,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     doc("WEB_ERROR_SPIKE_WINDOW_SECONDS", "300", "length of the spike window (1 to 86400)"),
     doc("WEB_ERROR_ALERT_COOLDOWN_SECONDS", "900", "pause between successive spike alerts (>= 0)"),
     doc("RETENTION_DAYS", "30", "days telemetry is kept (>= 1)"),
+    doc("SEARCH_INBOX_MAX_BYTES", "33554432", "events waiting for the search index, in bytes (0-1073741824)"),
     doc("ALERT_EVAL_INTERVAL_SECONDS", "10", "how often alert rules are evaluated (>= 1)"),
     doc("WEBHOOK_TIMEOUT_SECONDS", "10", "time a webhook receiver has to answer (1-300)"),
     doc("WEBHOOK_RETRY_DELAYS_SECONDS", "60,300,1800", "delays between delivery attempts (1-10)"),
@@ -134,6 +135,8 @@ pub struct Config {
     pub web_error_alerts: WebErrorAlertSettings,
     /// RETENTION_DAYS, at least 1.
     pub retention_days: u32,
+    /// SEARCH_INBOX_MAX_BYTES, 0 to 1 GiB.
+    pub search_inbox_bytes: usize,
     /// ALERT_EVAL_INTERVAL_SECONDS, at least one second.
     pub alert_eval_interval: Duration,
     pub webhooks: WebhookSettings,
@@ -324,6 +327,7 @@ impl Config {
             ingest: IngestSettings::read(&raw)?,
             web_error_alerts: WebErrorAlertSettings::read(&raw)?,
             retention_days: raw.setting("RETENTION_DAYS", at_least(1))?,
+            search_inbox_bytes: raw.setting("SEARCH_INBOX_MAX_BYTES", between(0, 1 << 30))?,
             alert_eval_interval: raw.seconds("ALERT_EVAL_INTERVAL_SECONDS", at_least(1))?,
             webhooks: WebhookSettings::read(&raw)?,
             clock_offset: raw.seconds("LOOKOUT_CLOCK_OFFSET_SECONDS", at_least(0))?,

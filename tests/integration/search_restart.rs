@@ -125,3 +125,49 @@ fn a_clean_restart_indexes_nothing_again_and_a_crash_only_the_tail_in_the_backgr
     assert_eq!(found(&server, &key, &format!("n{}", EVENTS + 9)), 1);
     assert_eq!(found(&server, &key, "probe"), EVENTS as u64 + 10);
 }
+
+#[test]
+fn events_left_out_of_a_full_inbox_are_read_back_and_a_clean_stop_stays_complete() {
+    // An inbox of 0 bytes queues nothing: every batch is read back from the store.
+    let mut server = ingest_server(&[
+        ("SEARCH_INBOX_MAX_BYTES", "0"),
+        ("WEB_INGEST_RATE_PER_MIN", "100000"),
+        ("API_RATE_PER_MIN", "100000"),
+    ]);
+    let key = owner_key(&server);
+    std::thread::scope(|scope| {
+        for sender in 0..2 {
+            let server = &server;
+            scope.spawn(move || {
+                for request in 0..10 {
+                    let first = (sender * 10 + request) * 100;
+                    assert_eq!(
+                        accepted(&post(server, "/ingest/web-errors", &batch(first, 100)))["accepted"],
+                        100
+                    );
+                }
+            });
+        }
+    });
+    wait_for("every event searchable", Duration::from_secs(30), || {
+        (found(&server, &key, "probe") == 2_000).then_some(())
+    });
+    assert_eq!(
+        metric(&server, "lookout_search_left_out_events_total"),
+        Some(2_000.0)
+    );
+    let read_back = metric(&server, "lookout_search_read_back_events_total").expect("counted");
+    assert!(read_back >= 2_000.0, "read back {read_back}");
+    assert_eq!(metric(&server, "lookout_search_inbox_bytes"), Some(0.0));
+    for word in ["n0", "n1234", "n1999"] {
+        assert_eq!(found(&server, &key, word), 1, "{word}");
+    }
+
+    // Everything was read back before the stop: the index is complete, nothing is caught up.
+    server.restart();
+    assert_eq!(
+        metric(&server, "lookout_search_catch_up_events_total"),
+        Some(0.0)
+    );
+    assert_eq!(found(&server, &key, "probe"), 2_000);
+}

@@ -49,15 +49,20 @@ impl Payload {
 
 /// The id `CATCH_UP_MARGIN_MS` before `checkpoint` (ids are ULIDs: time first).
 pub(super) fn margin_id(checkpoint: &str) -> String {
-    let ulid = checkpoint
+    earlier_id(checkpoint, CATCH_UP_MARGIN_MS)
+}
+
+/// The first id of the millisecond `ms` before `id`'s: every id after it is from then on.
+pub(super) fn earlier_id(id: &str, ms: u64) -> String {
+    let ulid = id
         .strip_prefix("evt_")
         .and_then(|rest| ulid::Ulid::from_string(rest).ok());
     match ulid {
         Some(ulid) => {
-            let ms = ulid.timestamp_ms().saturating_sub(CATCH_UP_MARGIN_MS);
+            let ms = ulid.timestamp_ms().saturating_sub(ms);
             format!("evt_{}", ulid::Ulid::from_parts(ms, 0))
         }
-        // An unreadable checkpoint: index everything again.
+        // An unreadable id: index everything again.
         None => String::new(),
     }
 }

@@ -19,6 +19,7 @@
 //! old index until the new one is complete.
 
 pub mod checkpoint;
+pub mod inbox;
 pub mod newest;
 pub mod query;
 pub mod rebuild;
@@ -37,6 +38,7 @@ use tantivy::{Index, IndexReader};
 
 use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
+use inbox::Inbox;
 pub use rebuild::{RebuildReport, rebuild};
 use schema::Fields;
 pub use status::IndexTicket;
@@ -76,6 +78,8 @@ struct Inner {
     status: Arc<Status>,
     /// The writer's inbox; `None` once closed (dropping it ends the writer loop).
     sender: Mutex<Option<Sender<Message>>>,
+    /// The bytes of events in the inbox, bounded, and what was left out of it.
+    inbox: Arc<Inbox>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -134,7 +138,7 @@ impl Search {
     /// Opens (or creates) the index at `dir` and starts the writer thread, which first
     /// catches up with redb unless the index is complete (see the invariants). Blocking: call
     /// it from a blocking thread; it never waits for the catch-up.
-    pub fn start(dir: &Path, store: &Store) -> Result<Search, SearchError> {
+    pub fn start(dir: &Path, store: &Store, inbox_bytes: usize) -> Result<Search, SearchError> {
         rebuild::remove_leftovers(dir)?;
         let mut live = Target::new(open_index(dir)?)?;
         let status = Arc::new(Status::default());
@@ -147,6 +151,7 @@ impl Search {
             live.index.clone(),
             live.reader.clone(),
         ))));
+        let inbox = Arc::new(Inbox::new(inbox_bytes));
         let writer = Writer::new(
             fields.clone(),
             live,
@@ -154,6 +159,7 @@ impl Search {
             current.clone(),
             store.clone(),
             status.clone(),
+            inbox.clone(),
         );
         let (sender, receiver) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -169,6 +175,7 @@ impl Search {
                 fields,
                 status,
                 sender: Mutex::new(Some(sender)),
+                inbox,
                 thread: Mutex::new(Some(thread)),
             }),
         })
@@ -204,25 +211,39 @@ impl Search {
         self.inner.status.catching_up()
     }
 
-    /// Hands durable events to the writer (through `IndexTicket::submit`); `false` when the
-    /// writer is gone and they were not taken.
+    /// Hands durable events to the writer (through `IndexTicket::submit`): queued when the
+    /// inbox has room for them (moved events always), else left for the writer to read back
+    /// from redb (`inbox.rs`). `false` when the writer is gone and they were not taken.
     fn send_events(&self, org: &str, events: Vec<ErrorEvent>, replace: bool) -> bool {
         if events.is_empty() {
             return true;
+        }
+        let sender = self.lock_sender();
+        let Some(sender) = sender.as_ref() else {
+            tracing::error!("search writer stopped: events not indexed until restart");
+            return false;
+        };
+        let bytes = events.iter().map(inbox::event_bytes).sum();
+        if !self.inner.inbox.admit(bytes, replace) {
+            // The first left out since the writer last looked wakes it; it reads them back.
+            return !self.inner.inbox.leave_out(&events) || sender.send(Message::LeftOut).is_ok();
         }
         let message = Message::Events {
             org: org.to_string(),
             events,
             replace,
+            bytes,
         };
-        let sent = self
-            .lock_sender()
-            .as_ref()
-            .is_some_and(|sender| sender.send(message).is_ok());
-        if !sent {
-            tracing::error!("search writer stopped: events not indexed until restart");
+        match sender.send(message) {
+            Ok(()) => true,
+            Err(returned) => {
+                if let Message::Events { bytes, .. } = returned.0 {
+                    self.inner.inbox.release(bytes);
+                }
+                tracing::error!("search writer stopped: events not indexed until restart");
+                false
+            }
         }
-        sent
     }
 
     /// Commits what is pending and waits for it (blocking).

@@ -1,3 +1,6 @@
+//! The newest-first visit against a brute-force reading of every match: the same page in the
+//! same order, exact totals up to the bound, a visit that stops early, estimates near the count.
+
 use tantivy::collector::Count;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{Query, TermQuery};

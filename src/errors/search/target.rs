@@ -32,6 +32,9 @@ pub struct Target {
     writer: IndexWriter,
     /// Greatest event id added (the next checkpoint).
     checkpoint: Option<String>,
+    /// While set, commits record at most this checkpoint: events from it on may be missing
+    /// (left out of the writer's inbox and not read back yet).
+    held_at: Option<String>,
     /// The last commit marked the index complete.
     complete: bool,
     known_groups: HashSet<String>,
@@ -51,6 +54,7 @@ impl Target {
             reader,
             writer,
             checkpoint: payload.checkpoint,
+            held_at: None,
             complete: payload.complete,
             known_groups: HashSet::new(),
             dirty: false,
@@ -129,9 +133,18 @@ impl Target {
         self.commit_payload(true)
     }
 
+    /// Commits from now on record at most `at` as their checkpoint (`None`: no hold).
+    pub fn hold_checkpoint(&mut self, at: Option<String>) {
+        self.held_at = at;
+    }
+
     fn commit_payload(&mut self, complete: bool) -> Result<(), SearchError> {
+        let checkpoint = match (&self.checkpoint, &self.held_at) {
+            (Some(seen), Some(held)) => Some(seen.min(held).clone()),
+            (seen, _) => seen.clone(),
+        };
         let payload = Payload {
-            checkpoint: self.checkpoint.clone(),
+            checkpoint,
             complete,
         };
         let mut prepared = self.writer.prepare_commit()?;
@@ -179,31 +192,45 @@ impl Target {
         store: &Store,
         from: Option<&str>,
         replace: bool,
-        mut go_on: impl FnMut(u64) -> bool,
+        go_on: impl FnMut(u64) -> bool,
     ) -> Result<Option<u64>, StoreError> {
-        let orgs = store.read_blocking(crate::accounts::all_orgs)?;
-        let mut total = 0u64;
-        for org in orgs {
-            let org = org.id.to_string();
-            let mut after = from.map(str::to_string);
-            loop {
-                let batch = read_events(store, &org, after.as_deref(), None, CATCH_UP_BATCH)?;
-                let Some(last) = batch.last() else { break };
-                after = Some(last.id.to_string());
-                for event in &batch {
-                    self.add_event(fields, &org, event, replace);
-                }
-                total += batch.len() as u64;
-                if !go_on(total) {
-                    return Ok(None);
-                }
-                if batch.len() < CATCH_UP_BATCH {
-                    break;
-                }
+        stored_batches(store, from, go_on, |org, batch| {
+            for event in batch {
+                self.add_event(fields, org, event, replace);
+            }
+        })
+    }
+}
+
+/// Hands `each` every stored event of every organisation with an id after `from`, in batches
+/// in id order per organisation. Returns how many, or `None` when `go_on` (asked between
+/// batches) said to stop.
+pub(super) fn stored_batches(
+    store: &Store,
+    from: Option<&str>,
+    mut go_on: impl FnMut(u64) -> bool,
+    mut each: impl FnMut(&str, &[ErrorEvent]),
+) -> Result<Option<u64>, StoreError> {
+    let orgs = store.read_blocking(crate::accounts::all_orgs)?;
+    let mut total = 0u64;
+    for org in orgs {
+        let org = org.id.to_string();
+        let mut after = from.map(str::to_string);
+        loop {
+            let batch = read_events(store, &org, after.as_deref(), None, CATCH_UP_BATCH)?;
+            let Some(last) = batch.last() else { break };
+            after = Some(last.id.to_string());
+            each(&org, &batch);
+            total += batch.len() as u64;
+            if !go_on(total) {
+                return Ok(None);
+            }
+            if batch.len() < CATCH_UP_BATCH {
+                break;
             }
         }
-        Ok(Some(total))
     }
+    Ok(Some(total))
 }
 
 fn log<T>(result: tantivy::Result<T>) {

@@ -20,11 +20,13 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::margin_id;
+use super::checkpoint::{earlier_id, margin_id};
+use super::inbox::Inbox;
 use super::rebuild::{Rebuild, RebuildReport};
 use super::schema::Fields;
 use super::status::Status;
 pub use super::target::Target;
+use super::target::stored_batches;
 use super::{Opened, SearchError};
 use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
@@ -43,7 +45,11 @@ pub enum Message {
         /// The events were indexed before (moved to another group): their documents are
         /// replaced.
         replace: bool,
+        /// What they count in the inbox's bound.
+        bytes: usize,
     },
+    /// Events were left out of the inbox: read them back from redb.
+    LeftOut,
     /// Commit now and answer (tests wait on it).
     Flush(Sender<()>),
     /// Rebuild the index from redb while serving (`lookout reindex`); reports go to the sender,
@@ -64,6 +70,9 @@ pub struct Writer {
     store: Store,
     rebuild: Option<Rebuild>,
     status: Arc<Status>,
+    inbox: Arc<Inbox>,
+    /// The oldest id left out of the inbox whose read-back has not completed.
+    reading_back: Option<String>,
 }
 
 impl Writer {
@@ -74,6 +83,7 @@ impl Writer {
         current: Arc<RwLock<Arc<Opened>>>,
         store: Store,
         status: Arc<Status>,
+        inbox: Arc<Inbox>,
     ) -> Writer {
         Writer {
             fields,
@@ -84,6 +94,8 @@ impl Writer {
             store,
             rebuild: None,
             status,
+            inbox,
+            reading_back: None,
         }
     }
 
@@ -101,6 +113,7 @@ impl Writer {
                 })?;
         if indexed.is_some() {
             self.caught_up_to = self.live.checkpoint().map(str::to_string);
+            self.hold();
             self.live.commit()?;
         }
         Ok(indexed)
@@ -145,6 +158,10 @@ impl Writer {
         }
         let mut due: Option<Instant> = None;
         loop {
+            self.inbox.set_rebuilding(self.rebuild.is_some());
+            if self.inbox.any_left_out() {
+                self.read_back();
+            }
             if self.rebuild.is_some() {
                 for _ in 0..LIVE_MESSAGES_PER_STEP {
                     match messages.try_recv() {
@@ -191,6 +208,7 @@ impl Writer {
                 org,
                 events,
                 replace: moved,
+                bytes,
             } => {
                 for event in &events {
                     let replace = moved
@@ -203,8 +221,11 @@ impl Writer {
                         rebuild.add_live(&self.fields, &org, event);
                     }
                 }
+                self.inbox.release(bytes);
                 due.get_or_insert_with(|| Instant::now() + COMMIT_INTERVAL);
             }
+            // The loop reads them back before its next message.
+            Message::LeftOut => {}
             Message::Flush(done) => {
                 self.commit_live();
                 *due = None;
@@ -217,7 +238,10 @@ impl Writer {
                     return;
                 }
                 match Rebuild::begin(&self.dir, &self.store, Some(reports.clone())) {
-                    Ok(rebuild) => self.rebuild = Some(rebuild),
+                    Ok(rebuild) => {
+                        self.rebuild = Some(rebuild);
+                        self.inbox.set_rebuilding(true);
+                    }
                     Err(error) => {
                         tracing::error!(%error, "search index rebuild could not start");
                         let _ = reports.send(RebuildReport::Finished(Err(error.to_string())));
@@ -227,7 +251,74 @@ impl Writer {
         }
     }
 
+    /// Indexes again, from redb, the events left out of the inbox (and any stored since the
+    /// oldest of them), into the live index and a running rebuild, replacing what either
+    /// had; commits after. Until that commit, commits hold the checkpoint at the oldest.
+    fn read_back(&mut self) {
+        let Some(from) = self.inbox.take_left_out() else {
+            return;
+        };
+        let oldest = match self.reading_back.take() {
+            Some(earlier) if earlier < from => earlier,
+            _ => from,
+        };
+        self.reading_back = Some(oldest.clone());
+        let started = Instant::now();
+        let Writer {
+            fields,
+            live,
+            store,
+            rebuild,
+            status,
+            ..
+        } = self;
+        let after = earlier_id(&oldest, 1);
+        let read = stored_batches(
+            store,
+            Some(&after),
+            |_| !status.closing(),
+            |org, batch| {
+                for event in batch {
+                    live.add_event(fields, org, event, true);
+                    if let Some(rebuild) = rebuild.as_mut() {
+                        rebuild.add_live(fields, org, event);
+                    }
+                }
+            },
+        );
+        match read {
+            Ok(Some(events)) => {
+                self.caught_up_to = self.live.checkpoint().map(str::to_string);
+                self.reading_back = None;
+                self.commit_live();
+                metrics::counter!("lookout_search_read_back_events_total").increment(events);
+                tracing::info!(
+                    events,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "search index read back events its inbox had no room for"
+                );
+            }
+            // Stopping: the last commit holds the checkpoint, so the next start catches up.
+            Ok(None) => {}
+            Err(error) => {
+                tracing::error!(%error, "search index read-back failed: the next start catches up");
+            }
+        }
+    }
+
+    /// The checkpoint commits may record: held at the oldest event left out of the inbox
+    /// and not read back yet.
+    fn hold(&mut self) {
+        let left_out = self.inbox.oldest_left_out();
+        let held = match (left_out, self.reading_back.clone()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.live.hold_checkpoint(held);
+    }
+
     fn commit_live(&mut self) {
+        self.hold();
         if let Err(error) = self.live.commit() {
             tracing::error!(%error, "search index commit failed");
         }
@@ -235,7 +326,9 @@ impl Writer {
 
     /// The commit of a stop: complete when every event written was handed over.
     fn commit_last(&mut self) {
-        let result = if self.status.nothing_missed() {
+        self.hold();
+        let left_out = self.reading_back.is_some() || self.inbox.oldest_left_out().is_some();
+        let result = if self.status.nothing_missed() && !left_out {
             self.live.commit_complete()
         } else {
             tracing::info!(
@@ -293,6 +386,8 @@ impl Writer {
             current,
             store,
             status,
+            inbox,
+            reading_back,
             ..
         } = self;
         let (indexed, reports) = (rebuild.done(), rebuild.reports());
@@ -328,6 +423,8 @@ impl Writer {
             store,
             rebuild: None,
             status,
+            inbox,
+            reading_back,
         })
     }
 }
