@@ -9,6 +9,7 @@
 //!
 //! Run: `cargo bench --bench ingest_load`. Environment: LOOKOUT_BENCH_SECONDS (measured
 //! seconds, 20), LOOKOUT_BENCH_WARMUP_SECONDS (5), LOOKOUT_BENCH_CLIENTS (64),
+//! LOOKOUT_BENCH_RATE (events/s in all, paced; unset: each client sends back to back),
 //! LOOKOUT_BENCH_KEEP=1 prints the data dir and leaves it (for inspecting or profiling);
 //! LOOKOUT_BENCH_BIN=PATH runs another `lookout` build (to compare two back to back).
 //!
@@ -210,17 +211,24 @@ struct ClientReport {
 }
 
 /// Posts batches until `stop`; counts what completes inside `[measure_from, measure_to)`.
+/// One client: requests back to back, or one every `pace` (the first after `offset`).
 async fn client(
     addr: Arc<str>,
     bodies: Arc<Vec<Vec<u8>>>,
     first: usize,
     measure_from: Instant,
     stop: Arc<AtomicBool>,
+    pace: Option<(Duration, Duration)>,
 ) -> ClientReport {
     let mut connection = Connection::open(&addr).await;
     let mut report = ClientReport::default();
     let mut next = first;
+    let mut due = pace.map(|(_, offset)| tokio::time::Instant::now() + offset);
     while !stop.load(Ordering::Relaxed) {
+        if let (Some(at), Some((interval, _))) = (due.as_mut(), pace) {
+            tokio::time::sleep_until(*at).await;
+            *at += interval;
+        }
         let started = Instant::now();
         let answer = connection.send(&bodies[next % bodies.len()]).await;
         next += 1;
@@ -282,6 +290,12 @@ fn main() {
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20);
     let warmup = env_number("LOOKOUT_BENCH_WARMUP_SECONDS", 5);
     let clients = env_number("LOOKOUT_BENCH_CLIENTS", 64) as usize;
+    // Events/s in all when set: each client sends at its share of the rate (open loop).
+    let rate = env_number("LOOKOUT_BENCH_RATE", 0);
+    let pace = (rate > 0).then(|| {
+        let interval = Duration::from_secs_f64((clients * EVENTS_PER_BATCH) as f64 / rate as f64);
+        (interval, interval / clients.max(1) as u32)
+    });
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
     let (server, addr) = start_server(
@@ -324,12 +338,14 @@ fn main() {
     let tasks: Vec<_> = (0..clients)
         .map(|index| {
             let first = index * BODIES / clients.max(1);
+            let pace = pace.map(|(interval, step)| (interval, step * index as u32));
             runtime.spawn(client(
                 addr.clone(),
                 bodies.clone(),
                 first,
                 measure_from,
                 stop.clone(),
+                pace,
             ))
         })
         .collect();
