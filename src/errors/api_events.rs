@@ -187,7 +187,12 @@ fn events_of(
     Ok(events)
 }
 
-/// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`.
+/// How deep a search pages: its cursors reach the newest this many matches, so that no request
+/// keeps more than this many matches in memory to find its page.
+pub const MAX_SEARCH_DEPTH: usize = 100_000;
+
+/// `GET /api/v1/errors` answered by the search index. The cursor is `o{offset}`, below
+/// `MAX_SEARCH_DEPTH`.
 async fn search_errors(
     store: Store,
     search: Search,
@@ -199,6 +204,7 @@ async fn search_errors(
         Some(cursor) => cursor
             .strip_prefix('o')
             .and_then(|n| n.parse::<usize>().ok())
+            .filter(|offset| *offset < MAX_SEARCH_DEPTH)
             .ok_or_else(PageRequest::bad_cursor)?,
         None => 0,
     };
@@ -207,7 +213,7 @@ async fn search_errors(
         from: time_filter(&filters, "from")?.map(|at| at.0),
         to: time_filter(&filters, "to")?.map(|at| at.0),
         group: filters.get("group").cloned(),
-        limit: page.limit,
+        limit: page.limit.min(MAX_SEARCH_DEPTH - offset),
         offset,
         ..SearchRequest::of_org(org.to_string())
     };
@@ -220,7 +226,8 @@ async fn search_errors(
     let (ids, total, total_is_estimate) = (found.ids, found.total, found.total_is_estimate);
     let found = ids.len();
     let items = store.read(move |txn| events_of(txn, &org, ids)).await?;
-    let next_cursor = (found == page.limit).then(|| format!("o{}", offset + found));
+    let next = offset + found;
+    let next_cursor = (found == page.limit && next < MAX_SEARCH_DEPTH).then(|| format!("o{next}"));
     let items = items.into_iter().map(ErrorEventView::from).collect();
     Ok(Json(ErrorEventList {
         items,

@@ -121,6 +121,22 @@ fn events_are_searchable_within_a_second_by_every_contract_field() {
         &format!("/api/v1/errors?q=level:error%20OR%20level:warning&limit=1&cursor={cursor}"),
     );
     assert_ne!(next["items"][0]["id"], page["items"][0]["id"]);
+    // A search pages through the newest 100,000 matches: a cursor at that depth is refused,
+    // the one before it answers (here an empty page, without a next cursor).
+    let deepest = read(
+        &server,
+        &key,
+        "/api/v1/errors?q=level:error&limit=500&cursor=o99999",
+    );
+    assert_eq!(deepest["items"], json!([]));
+    assert_eq!(deepest["next_cursor"], Value::Null);
+    send(bearer(
+        &server,
+        &key,
+        Method::GET,
+        "/api/v1/errors?q=level:error&cursor=o100000",
+    ))
+    .problem(400, "invalid_parameter");
 }
 
 /// Waits until `/healthz` no longer says the index is catching up after a start.
