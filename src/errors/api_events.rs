@@ -130,7 +130,7 @@ pub async fn list_errors(
                 group: group_filter,
                 ..SearchRequest::of_org(org_id.to_string())
             };
-            let (indexed, _) = tokio::task::spawn_blocking(move || search.count(&request))
+            let indexed = tokio::task::spawn_blocking(move || search.count(&request))
                 .await
                 .map_err(ApiError::internal)?
                 .map_err(ApiError::internal)?;

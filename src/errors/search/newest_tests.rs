@@ -1,6 +1,8 @@
 //! The newest-first visit against a brute-force reading of every match: the same page in the
 //! same order, exact totals up to the bound, a visit that stops early, estimates near the count.
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use tantivy::collector::Count;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{Query, TermQuery};
@@ -14,18 +16,6 @@ struct Fixture {
     word: Field,
 }
 
-/// A small deterministic generator, so every run builds the same index.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// `segments` segments of `per_segment` documents: timestamps mostly rising (a few out of
 /// order, many shared), word `a` on half, `b` on a third, `c` on one in 97, `old` only in the
 /// first segment; one document in 50 has no timestamp; one in 13 is deleted afterwards.
@@ -37,14 +27,15 @@ fn fixture(segments: usize, per_segment: usize) -> Fixture {
     let index = Index::create_in_ram(builder.build());
     let mut writer = index.writer_with_num_threads(1, 15_000_000).unwrap();
     writer.set_merge_policy(Box::new(NoMergePolicy));
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // Seeded, so every run builds the same index.
+    let mut rng = StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
     let mut n = 0u64;
     for segment in 0..segments {
         for _ in 0..per_segment {
             let mut document = TantivyDocument::default();
             document.add_u64(id, n);
             if n % 50 != 7 {
-                let jitter = (rng.next() % 5) as i64;
+                let jitter = rng.random_range(0..5i64);
                 let at = if n % 101 == 3 {
                     0
                 } else {

@@ -128,7 +128,7 @@ impl Search {
 
     /// How many events match `request` (its `limit` and `offset` aside): exact up to
     /// `EXACT_TOTAL_UP_TO`, an estimate past it. Blocking: call it from a blocking thread.
-    pub fn count(&self, request: &SearchRequest) -> Result<(usize, bool), SearchError> {
+    pub fn count(&self, request: &SearchRequest) -> Result<usize, SearchError> {
         let opened = self.opened();
         let searcher = opened.reader.searcher();
         let query = self.build_query(&opened, &searcher, request)?;
@@ -140,7 +140,7 @@ impl Search {
             0,
             Counting::API,
         )?;
-        Ok((counted.total, !counted.exact))
+        Ok(counted.total)
     }
 
     /// The distinct groups of the newest `max_events` events matching `request`. Blocking:
