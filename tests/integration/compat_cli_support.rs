@@ -14,8 +14,14 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sentry-cli")
 }
 
-/// The installed packages (npm only when the lockfile changed).
+/// The installed packages (npm only when the lockfile changed). Tests run in parallel: the
+/// first to ask installs and the others wait, so none runs the tool while `npm ci` replaces it.
 pub(crate) fn installed() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(install).clone()
+}
+
+fn install() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sentry-cli");
     std::fs::create_dir_all(&dir).expect("target/sentry-cli");
     let lock = std::fs::read(fixture().join("package-lock.json")).expect("committed lockfile");

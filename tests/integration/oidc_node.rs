@@ -16,8 +16,14 @@ use crate::harness::text;
 pub const CLIENT_ID: &str = "lookout-e2e";
 pub const CLIENT_SECRET: &str = "an e2e client secret";
 
-/// The provider's files, installed under `target/` (npm only when the lockfile changed).
+/// The provider's files, installed under `target/` (npm only when the lockfile changed). Tests
+/// run in parallel: the first to ask installs and the others wait for it.
 fn installed_provider() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(install_provider).clone()
+}
+
+fn install_provider() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fixture = root.join("tests/fixtures/oidc-provider");
     let dir = root.join("target/oidc-provider");

@@ -22,8 +22,15 @@ const ATTEMPT: &str = "lookout_saml_attempt";
 const MISSING: &str = "the pysaml2 test needs python3 with venv and xmlsec1 \
                        (apt-get install -y python3-venv xmlsec1)";
 
-/// The venv's python, with pysaml2 installed (pip only when the pins changed).
+/// The venv's python, with pysaml2 installed (pip only when the pins changed). The tests of
+/// this file run in parallel: the first to ask installs, the others wait for it, so no test runs
+/// `idp.py` while another is rebuilding the venv under it.
 fn python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(install).clone()
+}
+
+fn install() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pins = root.join("tests/fixtures/pysaml2/requirements.txt");
     let dir = root.join("target/pysaml2");
