@@ -17,6 +17,7 @@ use super::event::ErrorEvent;
 use super::fingerprint::Fingerprint;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
+use crate::clock::Timestamp;
 use crate::store::ages::{self, Kind};
 use crate::store::codec::{Encoded, decode};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
@@ -201,6 +202,7 @@ pub fn store_batches(
     let mut session_events = SESSION_EVENTS.writer(txn)?;
     let mut age_rows = ages::TELEMETRY_AGES.writer(txn)?;
     let mut activity = Vec::new();
+    let mut aged = Vec::new();
     for (batch, kept) in batches.iter().zip(&stored) {
         for &index in kept {
             let event = &batch.events[index];
@@ -213,7 +215,7 @@ pub fn store_batches(
                 let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
                 session_events.insert(&session_key, "")?;
             }
-            ages::put_age_with(&mut age_rows, EVENT_AGE, event.age(), &key)?;
+            aged.push((event.age(), key));
             if let Some(service) = &event.service {
                 activity.push(Activity {
                     service: service.clone(),
@@ -224,6 +226,8 @@ pub fn store_batches(
             }
         }
     }
+    let aged: Vec<(Timestamp, &str)> = aged.iter().map(|(age, key)| (*age, key.as_str())).collect();
+    ages::put_ages_bundled(&mut age_rows, EVENT_AGE, &aged)?;
     drop((records, session_events, age_rows));
     record_activity(txn, org, &activity)?;
     Ok(batches
@@ -382,7 +386,11 @@ mod tests {
         assert_eq!(EVENTS.row_count(&txn).unwrap(), 4);
         assert_eq!(rows(tables::EVENT_CLIENT_IDS), 2);
         assert_eq!(rows(tables::SESSION_EVENTS), 4);
-        assert_eq!(rows(tables::TELEMETRY_AGES), 4);
+        // Every stored event is named by the age index; those of one transaction and second
+        // share a bundle row.
+        let aged = ages::expired(&txn, (Timestamp(i64::MAX), &[EVENT_AGE]), 100).unwrap();
+        assert_eq!(aged.len(), 4);
+        assert_eq!(rows(tables::TELEMETRY_AGES), 2, "one bundle per batch here");
         assert_eq!(rows(tables::GROUP_EVENTS), 4);
         assert_eq!(rows(tables::GROUP_USERS), 4);
         assert_eq!(events_of_session(&txn, &org, "s-1", 10).unwrap().len(), 4);

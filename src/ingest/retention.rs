@@ -118,10 +118,12 @@ pub fn delete_expired(
             // `expired` returns only the kinds of `AGE_KINDS`.
             other => return Err(unclaimed(other)),
         };
+        // False for a bundle's record removed since: nothing left to do for it.
         remove(txn, &item.record_key)?;
-        // Normally gone with its record already; this also clears a row left dangling.
-        ages::remove_age_key(txn, &item.age_key)?;
     }
+    // A record's own row is normally gone with it already; this also clears a row left
+    // dangling, and what bundles `expired` took.
+    ages::forget_taken(txn, &expired)?;
     Ok(expired.len())
 }
 

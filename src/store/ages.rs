@@ -3,10 +3,17 @@
 //! that stores such records writes their age rows in its own transactions, and retention
 //! walks them all. The store knows no record: a kind is an opaque tag its owner defines.
 //!
-//! Invariants: every stored telemetry record has exactly one row in `TELEMETRY_AGES`, keyed
-//! `{age}/{kind tag}/{record key}` by its age (the earlier of the client's time and the arrival
-//! time, so a client cannot date an item into the future to escape retention); whoever
-//! replaces or removes a record moves or removes its age row in the same transaction.
+//! Invariants: every stored telemetry record is named by exactly one row in `TELEMETRY_AGES`,
+//! by its age (the earlier of the client's time and the arrival time, so a client cannot date
+//! an item into the future to escape retention). A row is either a record's own, keyed
+//! `{age}/{kind tag}/{record key}` with an empty value, or a bundle: the records of one kind
+//! written in one transaction whose ages fall in one second, at most `BUNDLE_MAX` of them,
+//! keyed `{newest age among them}/{kind tag}/{first record key}` with their keys as the value,
+//! one per line. A bundle is one row where a record each would be as many rows spread over the
+//! newest keys, which every transaction would otherwise rewrite; it expires when its newest
+//! record does, at most a second after the oldest. Whoever replaces or removes a record with
+//! its own row moves or removes that row in the same transaction; a bundle may name a record
+//! removed since, which retention then finds gone.
 
 use redb::WriteTransaction;
 
@@ -40,6 +47,39 @@ pub fn age_of(client_time: Timestamp, received_at: Timestamp) -> Timestamp {
 
 fn age_key(kind: Kind, age: Timestamp, record_key: &str) -> String {
     format!("{}/{}/{record_key}", time_key(age), kind.as_str())
+}
+
+/// Most records named by one bundle row: retention rewrites a bundle it takes only part of,
+/// so this bounds that rewrite.
+pub const BUNDLE_MAX: usize = 1024;
+
+/// The age rows of records of `kind` written in one transaction, as `(age, record key)`:
+/// bundled per second of age (see the invariants), in `ages` held open for the batch.
+pub fn put_ages_bundled(
+    ages: &mut IndexWriter<'_>,
+    kind: Kind,
+    records: &[(Timestamp, &str)],
+) -> Result<(), StoreError> {
+    let mut by_second: std::collections::BTreeMap<i64, Vec<(Timestamp, &str)>> =
+        std::collections::BTreeMap::new();
+    for &(age, key) in records {
+        by_second
+            .entry(age.unix_millis().div_euclid(1000))
+            .or_default()
+            .push((age, key));
+    }
+    for bundle in by_second
+        .values()
+        .flat_map(|second| second.chunks(BUNDLE_MAX))
+    {
+        let newest = bundle.iter().map(|(age, _)| *age).max();
+        let (Some(newest), Some((_, first))) = (newest, bundle.first()) else {
+            continue;
+        };
+        let keys: Vec<&str> = bundle.iter().map(|(_, key)| *key).collect();
+        ages.insert(&age_key(kind, newest, first), &keys.join("\n"))?;
+    }
+    Ok(())
 }
 
 /// `put_age` through a table held open for a batch.
@@ -79,8 +119,8 @@ pub struct Expired {
     pub record_key: String,
 }
 
-/// Up to `limit` items aged strictly before `cutoff`, oldest first. A row whose tag is none
-/// of `kinds` is corrupt.
+/// Up to `limit` items aged strictly before `cutoff`, oldest first, each with the row naming
+/// it (a bundle's records share its row). A row whose tag is none of `kinds` is corrupt.
 pub fn expired(
     txn: &impl ReadTxn,
     (cutoff, kinds): (Timestamp, &[Kind]),
@@ -88,12 +128,13 @@ pub fn expired(
 ) -> Result<Vec<Expired>, StoreError> {
     let bound = time_key(cutoff);
     let mut found = Vec::new();
+    // Each row names at least one record, so `limit` rows are always enough.
     let scan = Scan {
         prefix: "",
         after: None,
         limit,
     };
-    for (key, _) in TELEMETRY_AGES.scan(txn, scan)? {
+    for (key, bundled) in TELEMETRY_AGES.scan(txn, scan)? {
         let mut parts = key.splitn(3, '/');
         let (Some(age), Some(kind), Some(record_key)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -106,13 +147,50 @@ pub fn expired(
             .iter()
             .find(|known| known.as_str() == kind)
             .ok_or_else(|| corrupt(&key))?;
-        found.push(Expired {
-            kind,
-            record_key: record_key.to_string(),
-            age_key: key.clone(),
-        });
+        let records: Vec<&str> = if bundled.is_empty() {
+            vec![record_key]
+        } else {
+            bundled.split('\n').collect()
+        };
+        for record_key in records {
+            if found.len() == limit {
+                return Ok(found);
+            }
+            found.push(Expired {
+                kind,
+                record_key: record_key.to_string(),
+                age_key: key.clone(),
+            });
+        }
     }
     Ok(found)
+}
+
+/// Removes the rows naming `taken` (from `expired`, whose records the caller removed), or,
+/// for a bundle taken only in part, keeps the row with the records not taken.
+pub fn forget_taken(txn: &WriteTransaction, taken: &[Expired]) -> Result<(), StoreError> {
+    let mut rows: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for item in taken {
+        rows.entry(item.age_key.as_str())
+            .or_default()
+            .push(item.record_key.as_str());
+    }
+    let mut table = TELEMETRY_AGES.writer(txn)?;
+    for (age_key, gone) in rows {
+        let Some(bundled) = table.get(age_key)? else {
+            continue;
+        };
+        let left: Vec<&str> = bundled
+            .split('\n')
+            .filter(|key| !bundled.is_empty() && !gone.contains(key))
+            .collect();
+        if left.is_empty() {
+            table.remove(age_key)?;
+        } else {
+            table.insert(age_key, &left.join("\n"))?;
+        }
+    }
+    Ok(())
 }
 
 fn corrupt(key: &str) -> StoreError {
@@ -120,12 +198,6 @@ fn corrupt(key: &str) -> StoreError {
         what: "telemetry age key",
         detail: key.to_string(),
     }
-}
-
-/// Removes the age row itself (the caller removed what it pointed at).
-pub fn remove_age_key(txn: &WriteTransaction, age_key: &str) -> Result<(), StoreError> {
-    TELEMETRY_AGES.remove(txn, age_key)?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -162,5 +234,56 @@ mod tests {
         assert_eq!(age_of(Timestamp(5), Timestamp(3)), Timestamp(3));
         // A tag nobody claims is corrupt, not skipped.
         assert!(expired(&txn, (Timestamp(9_000), &[EVENT]), 10).is_err());
+    }
+    #[test]
+    fn bundles_name_their_records_until_all_are_taken_and_split_at_their_bound() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let txn = database.begin_write().unwrap();
+        let own = "org_A/evt_0";
+        put_age(&txn, EVENT, Timestamp(500), own).unwrap();
+        // Three records in second 1 (newest 1_900), one in second 2, and BUNDLE_MAX + 1 in
+        // second 5, which take two rows.
+        let many: Vec<String> = (0..=BUNDLE_MAX)
+            .map(|n| format!("org_A/evt_m{n:05}"))
+            .collect();
+        let mut records = vec![
+            (Timestamp(1_900), "org_A/evt_1"),
+            (Timestamp(1_100), "org_A/evt_2"),
+            (Timestamp(2_050), "org_A/evt_3"),
+            (Timestamp(1_500), "org_A/evt_4"),
+        ];
+        records.extend(many.iter().map(|key| (Timestamp(5_000), key.as_str())));
+        let mut rows = TELEMETRY_AGES.writer(&txn).unwrap();
+        put_ages_bundled(&mut rows, EVENT, &records).unwrap();
+        drop(rows);
+        assert_eq!(TELEMETRY_AGES.row_count(&txn).unwrap(), 5);
+        let keys = |found: &[Expired]| -> Vec<String> {
+            found.iter().map(|e| e.record_key.clone()).collect()
+        };
+
+        // A bundle is due only once its newest record is: at 1_900 none of second 1 is.
+        let due = expired(&txn, (Timestamp(1_900), &KINDS), 10).unwrap();
+        assert_eq!(keys(&due), [own]);
+        // Taken in part: the row keeps the rest.
+        let due = expired(&txn, (Timestamp(1_901), &KINDS), 3).unwrap();
+        assert_eq!(keys(&due), [own, "org_A/evt_1", "org_A/evt_2"]);
+        forget_taken(&txn, &due).unwrap();
+        let due = expired(&txn, (Timestamp(1_901), &KINDS), 10).unwrap();
+        assert_eq!(keys(&due), ["org_A/evt_4"]);
+        forget_taken(&txn, &due).unwrap();
+        assert!(
+            expired(&txn, (Timestamp(1_901), &KINDS), 10)
+                .unwrap()
+                .is_empty()
+        );
+
+        let due = expired(&txn, (Timestamp(9_000), &KINDS), 5_000).unwrap();
+        assert_eq!(due.len(), 1 + BUNDLE_MAX + 1);
+        assert_eq!(due[0].record_key, "org_A/evt_3");
+        let rows_of_many: std::collections::BTreeSet<&str> =
+            due[1..].iter().map(|e| e.age_key.as_str()).collect();
+        assert_eq!(rows_of_many.len(), 2, "a bundle holds at most BUNDLE_MAX");
+        forget_taken(&txn, &due).unwrap();
+        assert_eq!(TELEMETRY_AGES.row_count(&txn).unwrap(), 0);
     }
 }

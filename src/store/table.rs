@@ -259,6 +259,17 @@ impl IndexWriter<'_> {
         self.table.insert(key, target)?;
         Ok(())
     }
+
+    pub fn get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .table
+            .get(key)?
+            .map(|target| target.value().to_string()))
+    }
+
+    pub fn remove(&mut self, key: &str) -> Result<bool, StoreError> {
+        Ok(self.table.remove(key)?.is_some())
+    }
 }
 
 /// A table mapping a string key to an id (a secondary index or a membership set).
