@@ -24,6 +24,10 @@ const WRITER_HEAP_BYTES: usize = 32 * 1024 * 1024;
 const KNOWN_GROUPS: usize = 100_000;
 /// Events indexed per catch-up read transaction.
 const CATCH_UP_BATCH: usize = 5_000;
+/// Documents replaced (deleted by id, then added) before a long catch-up or read-back commits
+/// on its way: tantivy keeps every delete in memory until the next commit, about a kilobyte
+/// each, and a read-back under sustained ingest replaced millions in one go.
+const REPLACED_PER_COMMIT: usize = 20_000;
 
 /// One index and its writer: the live index, or the one a rebuild is building.
 pub struct Target {
@@ -39,6 +43,8 @@ pub struct Target {
     complete: bool,
     known_groups: HashSet<String>,
     dirty: bool,
+    /// Documents replaced since the last commit (`REPLACED_PER_COMMIT`).
+    replaced: usize,
 }
 
 impl Target {
@@ -58,6 +64,7 @@ impl Target {
             complete: payload.complete,
             known_groups: HashSet::new(),
             dirty: false,
+            replaced: 0,
         })
     }
 
@@ -83,6 +90,7 @@ impl Target {
         if replace {
             self.writer
                 .delete_term(Term::from_field_text(fields.id, id));
+            self.replaced += 1;
         }
         if let Some(group) = &event.group_id
             && let Some(stack) = &event.stack
@@ -151,9 +159,28 @@ impl Target {
         prepared.set_payload(&payload.render());
         prepared.commit()?;
         self.dirty = false;
+        self.replaced = 0;
         self.complete = complete;
         self.reader.reload()?;
         Ok(())
+    }
+
+    /// Commits once `REPLACED_PER_COMMIT` documents were replaced since the last commit, with
+    /// the checkpoint held at `from` at most (the start of the catch-up or read-back under
+    /// way, which a crash after this commit must still redo).
+    pub fn commit_when_replaced_many(&mut self, from: Option<&str>) {
+        if self.replaced < REPLACED_PER_COMMIT {
+            return;
+        }
+        let held = self.held_at.clone();
+        self.held_at = match (held.as_deref(), from) {
+            (Some(held), Some(from)) => Some(held.min(from).to_string()),
+            (held, from) => held.or(from).map(str::to_string),
+        };
+        if let Err(error) = self.commit() {
+            tracing::error!(%error, "search index commit failed");
+        }
+        self.held_at = held;
     }
 
     /// Commits, then stops the writer once its merges are done: nothing of this index is
@@ -198,6 +225,7 @@ impl Target {
             for event in batch {
                 self.add_event(fields, org, event, replace);
             }
+            self.commit_when_replaced_many(from);
         })
     }
 }
@@ -244,4 +272,56 @@ fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
         Term::from_field_text(field, text),
         IndexRecordOption::Basic,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::Timestamp;
+
+    fn committed_checkpoint(target: &Target) -> Option<String> {
+        Payload::parse(target.index.load_metas().unwrap().payload.as_deref()).checkpoint
+    }
+
+    #[test]
+    fn many_replaced_documents_commit_on_the_way_with_the_checkpoint_held() {
+        let (schema, fields) = schema::schema();
+        let mut target = Target::new(Index::create_in_ram(schema)).unwrap();
+        let item = json!({"level": "error", "message": "m", "url": "u"});
+        let now = Timestamp(1_795_348_800_000);
+        let events: Vec<ErrorEvent> = (0..=REPLACED_PER_COMMIT)
+            .map(|_| crate::ingest::web_errors::parse_event(&item, now, None).unwrap())
+            .collect();
+        let held = events[0].id.to_string();
+        let (last, before_last) = (&events[REPLACED_PER_COMMIT], &events[..REPLACED_PER_COMMIT]);
+        let (edge, below) = before_last.split_last().unwrap();
+        for event in below {
+            target.add_event(&fields, "org_A", event, true);
+        }
+        target.commit_when_replaced_many(Some(&held));
+        assert_eq!(
+            target.reader.searcher().num_docs(),
+            0,
+            "one short of the bound"
+        );
+        target.add_event(&fields, "org_A", edge, true);
+        target.commit_when_replaced_many(Some(&held));
+        let searcher = target.reader.searcher();
+        assert_eq!(searcher.num_docs(), REPLACED_PER_COMMIT as u64);
+        assert_eq!(committed_checkpoint(&target), Some(held));
+        // Added without replacing: not counted, and the hold was for that commit only.
+        target.add_event(&fields, "org_A", last, false);
+        target.commit_when_replaced_many(Some(&events[0].id.to_string()));
+        assert_eq!(
+            target.reader.searcher().num_docs(),
+            REPLACED_PER_COMMIT as u64
+        );
+        target.commit().unwrap();
+        assert_eq!(
+            committed_checkpoint(&target).as_deref(),
+            Some(last.id.as_str())
+        );
+    }
 }

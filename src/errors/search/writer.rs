@@ -10,8 +10,10 @@
 //! its inbox): every event after the checkpoint minus `CATCH_UP_MARGIN_MS` is indexed again,
 //! replacing any document it already had (delete by id, then add), so events committed to
 //! redb but not to the index before a crash — also out of id order, as concurrent requests
-//! commit — are found again, and none is indexed twice; a catch-up interrupted by a stop
-//! commits nothing, so the next start does it again. Its last commit, when the server stops,
+//! commit — are found again, and none is indexed twice; a catch-up (or a read-back) commits
+//! on its way every `REPLACED_PER_COMMIT` replaced documents, bounding tantivy's deletes in
+//! memory, with the checkpoint held at where it began, so one interrupted by a stop or a
+//! crash is done again from there on the next start. Its last commit, when the server stops,
 //! marks the index complete if no ticket was missed (`status.rs`). Indexing failures are
 //! logged, never surfaced to ingest: the index is derived and `lookout reindex` rebuilds it.
 
@@ -264,12 +266,16 @@ impl Writer {
         };
         self.reading_back = Some(oldest.clone());
         let started = Instant::now();
+        // Only an event at or below the greatest id added so far can have a document to
+        // replace: the events stored since, most of a long read-back, are added outright.
+        let replace_up_to = self.live.checkpoint().map(str::to_string);
         let Writer {
             fields,
             live,
             store,
             rebuild,
             status,
+            inbox,
             ..
         } = self;
         let after = earlier_id(&oldest, 1);
@@ -279,11 +285,20 @@ impl Writer {
             |_| !status.closing(),
             |org, batch| {
                 for event in batch {
-                    live.add_event(fields, org, event, true);
+                    let replace = replace_up_to
+                        .as_deref()
+                        .is_some_and(|up_to| event.id.as_str() <= up_to);
+                    live.add_event(fields, org, event, replace);
                     if let Some(rebuild) = rebuild.as_mut() {
                         rebuild.add_live(fields, org, event);
                     }
                 }
+                // Held at the oldest left out, this one or one left out meanwhile.
+                let held = match inbox.oldest_left_out() {
+                    Some(left_out) if left_out < oldest => left_out,
+                    _ => oldest.clone(),
+                };
+                live.commit_when_replaced_many(Some(&held));
             },
         );
         match read {
