@@ -8,7 +8,8 @@
 //! scorer per segment walks its blocks in document order. A block is read for the page only
 //! while it may hold a match newer than the page's oldest so far; the visit stops once the count
 //! is past the exact bound, no block left can change the page, and at least
-//! `Counting::always_visit` documents were visited (so a small store always counts exactly).
+//! `Counting::always_visit` documents were visited; a store of at most that many live
+//! documents is always counted exactly, deleted documents in its segments aside.
 //!
 //! Invariants: the order is timestamp descending, then segment and document descending (the
 //! later of two documents written in the same millisecond first), so one searcher always
@@ -131,8 +132,13 @@ pub fn newest(
     query: &dyn Query,
     field: &str,
     k: usize,
-    counting: Counting,
+    mut counting: Counting,
 ) -> tantivy::Result<Newest> {
+    // A store of few live documents counts exactly, however many deleted ones (documents
+    // replaced after a crash, until merged) its segments still hold.
+    if searcher.num_docs() <= counting.always_visit {
+        counting.always_visit = u64::MAX;
+    }
     let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
     let segment_maxima = maxima.of(searcher, field)?;
     let mut blocks: Vec<Block> = Vec::new();

@@ -24,10 +24,11 @@ const WRITER_HEAP_BYTES: usize = 32 * 1024 * 1024;
 const KNOWN_GROUPS: usize = 100_000;
 /// Events indexed per catch-up read transaction.
 const CATCH_UP_BATCH: usize = 5_000;
-/// Documents replaced (deleted by id, then added) before a long catch-up or read-back commits
-/// on its way: tantivy keeps every delete in memory until the next commit, about a kilobyte
-/// each, and a read-back under sustained ingest replaced millions in one go.
-const REPLACED_PER_COMMIT: usize = 20_000;
+/// Documents added before a long catch-up or read-back commits on its way: what it indexed
+/// becomes searchable as it goes, and the deletes of the documents it replaces stay bounded
+/// (tantivy keeps every delete in memory until the next commit, about a kilobyte each; a
+/// read-back under sustained ingest once replaced millions in one go).
+const ADDED_PER_COMMIT: usize = 20_000;
 
 /// One index and its writer: the live index, or the one a rebuild is building.
 pub struct Target {
@@ -43,8 +44,8 @@ pub struct Target {
     complete: bool,
     known_groups: HashSet<String>,
     dirty: bool,
-    /// Documents replaced since the last commit (`REPLACED_PER_COMMIT`).
-    replaced: usize,
+    /// Documents added since the last commit (`ADDED_PER_COMMIT`).
+    added: usize,
 }
 
 impl Target {
@@ -64,7 +65,7 @@ impl Target {
             complete: payload.complete,
             known_groups: HashSet::new(),
             dirty: false,
-            replaced: 0,
+            added: 0,
         })
     }
 
@@ -90,7 +91,6 @@ impl Target {
         if replace {
             self.writer
                 .delete_term(Term::from_field_text(fields.id, id));
-            self.replaced += 1;
         }
         if let Some(group) = &event.group_id
             && let Some(stack) = &event.stack
@@ -105,6 +105,7 @@ impl Target {
             self.checkpoint = Some(id.to_string());
         }
         self.dirty = true;
+        self.added += 1;
     }
 
     /// Whether the group has its document (remembered, or found in the committed index);
@@ -159,24 +160,26 @@ impl Target {
         prepared.set_payload(&payload.render());
         prepared.commit()?;
         self.dirty = false;
-        self.replaced = 0;
+        self.added = 0;
         self.complete = complete;
         self.reader.reload()?;
         Ok(())
     }
 
-    /// Commits once `REPLACED_PER_COMMIT` documents were replaced since the last commit, with
-    /// the checkpoint held at `from` at most (the start of the catch-up or read-back under
-    /// way, which a crash after this commit must still redo).
-    pub fn commit_when_replaced_many(&mut self, from: Option<&str>) {
-        if self.replaced < REPLACED_PER_COMMIT {
+    /// Commits once `ADDED_PER_COMMIT` documents were added since the last commit, with the
+    /// checkpoint held at `from` at most: the start of the catch-up or read-back under way,
+    /// which a crash after this commit must still redo (replacing what this commit holds).
+    /// Without `from` (a first indexing, which replaces nothing) it waits for the end.
+    pub fn commit_on_the_way(&mut self, from: Option<&str>) {
+        let Some(from) = from else { return };
+        if self.added < ADDED_PER_COMMIT {
             return;
         }
         let held = self.held_at.clone();
-        self.held_at = match (held.as_deref(), from) {
-            (Some(held), Some(from)) => Some(held.min(from).to_string()),
-            (held, from) => held.or(from).map(str::to_string),
-        };
+        self.held_at = Some(match held.as_deref() {
+            Some(held) => held.min(from).to_string(),
+            None => from.to_string(),
+        });
         if let Err(error) = self.commit() {
             tracing::error!(%error, "search index commit failed");
         }
@@ -225,7 +228,7 @@ impl Target {
             for event in batch {
                 self.add_event(fields, org, event, replace);
             }
-            self.commit_when_replaced_many(from);
+            self.commit_on_the_way(from);
         })
     }
 }
@@ -286,38 +289,37 @@ mod tests {
     }
 
     #[test]
-    fn many_replaced_documents_commit_on_the_way_with_the_checkpoint_held() {
+    fn a_long_catch_up_commits_on_its_way_with_the_checkpoint_held() {
         let (schema, fields) = schema::schema();
         let mut target = Target::new(Index::create_in_ram(schema)).unwrap();
         let item = json!({"level": "error", "message": "m", "url": "u"});
         let now = Timestamp(1_795_348_800_000);
-        let events: Vec<ErrorEvent> = (0..=REPLACED_PER_COMMIT)
+        let events: Vec<ErrorEvent> = (0..=ADDED_PER_COMMIT)
             .map(|_| crate::ingest::web_errors::parse_event(&item, now, None).unwrap())
             .collect();
         let held = events[0].id.to_string();
-        let (last, before_last) = (&events[REPLACED_PER_COMMIT], &events[..REPLACED_PER_COMMIT]);
+        let (last, before_last) = (&events[ADDED_PER_COMMIT], &events[..ADDED_PER_COMMIT]);
         let (edge, below) = before_last.split_last().unwrap();
         for event in below {
             target.add_event(&fields, "org_A", event, true);
         }
-        target.commit_when_replaced_many(Some(&held));
+        target.commit_on_the_way(Some(&held));
         assert_eq!(
             target.reader.searcher().num_docs(),
             0,
             "one short of the bound"
         );
-        target.add_event(&fields, "org_A", edge, true);
-        target.commit_when_replaced_many(Some(&held));
-        let searcher = target.reader.searcher();
-        assert_eq!(searcher.num_docs(), REPLACED_PER_COMMIT as u64);
-        assert_eq!(committed_checkpoint(&target), Some(held));
-        // Added without replacing: not counted, and the hold was for that commit only.
-        target.add_event(&fields, "org_A", last, false);
-        target.commit_when_replaced_many(Some(&events[0].id.to_string()));
-        assert_eq!(
-            target.reader.searcher().num_docs(),
-            REPLACED_PER_COMMIT as u64
-        );
+        target.add_event(&fields, "org_A", edge, false);
+        // A first indexing (no `from`) waits for its end.
+        target.commit_on_the_way(None);
+        assert_eq!(target.reader.searcher().num_docs(), 0);
+        target.commit_on_the_way(Some(&held));
+        assert_eq!(target.reader.searcher().num_docs(), ADDED_PER_COMMIT as u64);
+        assert_eq!(committed_checkpoint(&target), Some(held.clone()));
+        // The hold was for that commit only.
+        target.add_event(&fields, "org_A", last, true);
+        target.commit_on_the_way(Some(&held));
+        assert_eq!(target.reader.searcher().num_docs(), ADDED_PER_COMMIT as u64);
         target.commit().unwrap();
         assert_eq!(
             committed_checkpoint(&target).as_deref(),

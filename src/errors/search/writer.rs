@@ -11,9 +11,9 @@
 //! replacing any document it already had (delete by id, then add), so events committed to
 //! redb but not to the index before a crash — also out of id order, as concurrent requests
 //! commit — are found again, and none is indexed twice; a catch-up (or a read-back) commits
-//! on its way every `REPLACED_PER_COMMIT` replaced documents, bounding tantivy's deletes in
-//! memory, with the checkpoint held at where it began, so one interrupted by a stop or a
-//! crash is done again from there on the next start. Its last commit, when the server stops,
+//! on its way every `ADDED_PER_COMMIT` documents, so its progress is searchable and tantivy's
+//! pending deletes stay bounded, with the checkpoint held at where it began, so one
+//! interrupted by a stop or a crash is done again from there on the next start. Its last commit, when the server stops,
 //! marks the index complete if no ticket was missed (`status.rs`). Indexing failures are
 //! logged, never surfaced to ingest: the index is derived and `lookout reindex` rebuilds it.
 
@@ -298,7 +298,7 @@ impl Writer {
                     Some(left_out) if left_out < oldest => left_out,
                     _ => oldest.clone(),
                 };
-                live.commit_when_replaced_many(Some(&held));
+                live.commit_on_the_way(Some(&held));
             },
         );
         match read {
