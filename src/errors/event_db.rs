@@ -17,7 +17,6 @@ use super::event::ErrorEvent;
 use super::fingerprint::Fingerprint;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
-use crate::clock::Timestamp;
 use crate::store::ages::{self, Kind};
 use crate::store::codec::{Encoded, decode};
 use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
@@ -226,7 +225,6 @@ pub fn store_batches(
             }
         }
     }
-    let aged: Vec<(Timestamp, &str)> = aged.iter().map(|(age, key)| (*age, key.as_str())).collect();
     ages::put_ages_bundled(&mut age_rows, EVENT_AGE, &aged)?;
     drop((records, session_events, age_rows));
     record_activity(txn, org, &activity)?;

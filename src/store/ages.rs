@@ -55,41 +55,32 @@ pub const BUNDLE_MAX: usize = 1024;
 
 /// The age rows of records of `kind` written in one transaction, as `(age, record key)`:
 /// bundled per second of age (see the invariants), in `ages` held open for the batch.
-pub fn put_ages_bundled(
+pub fn put_ages_bundled<K: AsRef<str>>(
     ages: &mut IndexWriter<'_>,
     kind: Kind,
-    records: &[(Timestamp, &str)],
+    records: &[(Timestamp, K)],
 ) -> Result<(), StoreError> {
     let mut by_second: std::collections::BTreeMap<i64, Vec<(Timestamp, &str)>> =
         std::collections::BTreeMap::new();
-    for &(age, key) in records {
+    for (age, key) in records {
         by_second
             .entry(age.unix_millis().div_euclid(1000))
             .or_default()
-            .push((age, key));
+            .push((*age, key.as_ref()));
     }
     for bundle in by_second
         .values()
         .flat_map(|second| second.chunks(BUNDLE_MAX))
     {
-        let newest = bundle.iter().map(|(age, _)| *age).max();
-        let (Some(newest), Some((_, first))) = (newest, bundle.first()) else {
-            continue;
-        };
+        // `chunks` yields no empty slice.
+        let newest = bundle
+            .iter()
+            .map(|(age, _)| *age)
+            .fold(Timestamp(i64::MIN), Timestamp::max);
         let keys: Vec<&str> = bundle.iter().map(|(_, key)| *key).collect();
-        ages.insert(&age_key(kind, newest, first), &keys.join("\n"))?;
+        ages.insert(&age_key(kind, newest, keys[0]), &keys.join("\n"))?;
     }
     Ok(())
-}
-
-/// `put_age` through a table held open for a batch.
-pub fn put_age_with(
-    ages: &mut IndexWriter<'_>,
-    kind: Kind,
-    age: Timestamp,
-    record_key: &str,
-) -> Result<(), StoreError> {
-    ages.insert(&age_key(kind, age, record_key), "")
 }
 
 pub fn put_age(
@@ -169,21 +160,24 @@ pub fn expired(
 /// Removes the rows naming `taken` (from `expired`, whose records the caller removed), or,
 /// for a bundle taken only in part, keeps the row with the records not taken.
 pub fn forget_taken(txn: &WriteTransaction, taken: &[Expired]) -> Result<(), StoreError> {
-    let mut rows: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut rows: std::collections::BTreeMap<&str, std::collections::HashSet<&str>> =
+        std::collections::BTreeMap::new();
     for item in taken {
         rows.entry(item.age_key.as_str())
             .or_default()
-            .push(item.record_key.as_str());
+            .insert(item.record_key.as_str());
     }
     let mut table = TELEMETRY_AGES.writer(txn)?;
     for (age_key, gone) in rows {
-        let Some(bundled) = table.get(age_key)? else {
-            continue;
+        // A record's own row (an empty value) goes with its record.
+        let left: Vec<String> = match table.get(age_key)? {
+            Some(bundled) => bundled
+                .split('\n')
+                .filter(|key| !key.is_empty() && !gone.contains(key))
+                .map(str::to_string)
+                .collect(),
+            None => continue,
         };
-        let left: Vec<&str> = bundled
-            .split('\n')
-            .filter(|key| !bundled.is_empty() && !gone.contains(key))
-            .collect();
         if left.is_empty() {
             table.remove(age_key)?;
         } else {

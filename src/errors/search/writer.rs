@@ -13,8 +13,8 @@
 //! commit — are found again, and none is indexed twice; a catch-up (or a read-back) commits
 //! on its way every `ADDED_PER_COMMIT` documents, so its progress is searchable and tantivy's
 //! pending deletes stay bounded, with the checkpoint held at where it began, so one
-//! interrupted by a stop or a crash is done again from there on the next start. Its last commit, when the server stops,
-//! marks the index complete if no ticket was missed (`status.rs`). Indexing failures are
+//! interrupted by a stop or a crash is done again from there on the next start. Its last
+//! commit, when the server stops, marks the index complete if no ticket was missed (`status.rs`). Indexing failures are
 //! logged, never surfaced to ingest: the index is derived and `lookout reindex` rebuilds it.
 
 use std::path::PathBuf;
@@ -294,11 +294,8 @@ impl Writer {
                     }
                 }
                 // Held at the oldest left out, this one or one left out meanwhile.
-                let held = match inbox.oldest_left_out() {
-                    Some(left_out) if left_out < oldest => left_out,
-                    _ => oldest.clone(),
-                };
-                live.commit_on_the_way(Some(&held));
+                let held = held_checkpoint(inbox, Some(&oldest));
+                live.commit_on_the_way(held.as_deref());
             },
         );
         match read {
@@ -324,11 +321,7 @@ impl Writer {
     /// The checkpoint commits may record: held at the oldest event left out of the inbox
     /// and not read back yet.
     fn hold(&mut self) {
-        let left_out = self.inbox.oldest_left_out();
-        let held = match (left_out, self.reading_back.clone()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let held = held_checkpoint(&self.inbox, self.reading_back.as_deref());
         self.live.hold_checkpoint(held);
     }
 
@@ -446,6 +439,15 @@ impl Writer {
 
 /// Opens the index a rebuild just put at `dir`; returns it with the id up to which live events
 /// replace their documents.
+/// The oldest of the events left out of the inbox and the read-back under way, if any: the
+/// checkpoint a commit may record at most.
+fn held_checkpoint(inbox: &Inbox, reading_back: Option<&str>) -> Option<String> {
+    match (inbox.oldest_left_out(), reading_back) {
+        (Some(left_out), Some(reading)) => Some(left_out.min(reading.to_string())),
+        (left_out, reading) => left_out.or(reading.map(str::to_string)),
+    }
+}
+
 fn open_rebuilt(
     dir: &std::path::Path,
     checkpoint: Option<String>,
