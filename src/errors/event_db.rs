@@ -1,6 +1,7 @@
-//! The error events in redb: the event records, the client-id index that makes a retried
-//! upload a no-op, and each session's events; storing a batch (with its groups, rollups and
-//! services in the same transaction) and removing an event (retention).
+//! The error events in redb: the event records and the client-id index that makes a retried
+//! upload a no-op; storing a batch (with its groups, rollups and services in the same
+//! transaction) and removing an event (retention). A session's events are found through the
+//! search index (`session_events.rs`).
 //!
 //! Invariants: an item whose `event_id` (or `id`) was stored before is acknowledged and not
 //! stored again. `store_events` may run more than once for one batch (the group-commit writer
@@ -19,13 +20,12 @@ use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
 use crate::store::ages::{self, Kind};
 use crate::store::codec::{Encoded, decode};
-use crate::store::{IndexTable, ReadTxn, RecordTable, Scan, StoreError, tables};
+use crate::store::{IndexTable, ReadTxn, RecordTable, StoreError, tables};
 
 /// The age index tag of a error event (in stored keys: never changes).
 pub const EVENT_AGE: Kind = Kind::new("evt");
 pub const EVENTS: RecordTable<ErrorEvent> = RecordTable::new(tables::EVENTS);
 const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
-const SESSION_EVENTS: IndexTable = IndexTable::new(tables::SESSION_EVENTS);
 
 /// The events of one request, ready for their write transaction: each with its fingerprint,
 /// computed when the batch is made (CPU work better done on the request's thread than on the
@@ -198,7 +198,6 @@ pub fn store_batches(
     rollups.flush(txn)?;
 
     let mut records = EVENTS.writer(txn)?;
-    let mut session_events = SESSION_EVENTS.writer(txn)?;
     let mut age_rows = ages::TELEMETRY_AGES.writer(txn)?;
     let mut activity = Vec::new();
     let mut aged = Vec::new();
@@ -209,10 +208,6 @@ pub fn store_batches(
             match (&batch.encoded[index], &event.group_id) {
                 (Some(encoded), Some(group)) => records.insert_tagged(&key, encoded, group)?,
                 _ => records.insert(&key, event)?,
-            }
-            if let Some(session) = &event.session_id {
-                let session_key = format!("{}/{session}/{}", org.as_str(), event.id.as_str());
-                session_events.insert(&session_key, "")?;
             }
             aged.push((event.age(), key));
             if let Some(service) = &event.service {
@@ -226,7 +221,7 @@ pub fn store_batches(
         }
     }
     ages::put_ages_bundled(&mut age_rows, EVENT_AGE, &aged)?;
-    drop((records, session_events, age_rows));
+    drop((records, age_rows));
     record_activity(txn, org, &activity)?;
     Ok(batches
         .iter()
@@ -251,7 +246,9 @@ pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreErro
         }
     }
     if let Some(session) = &event.session_id {
-        SESSION_EVENTS.remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
+        // Written for events stored before the index carried sessions.
+        super::session_events::SESSION_EVENTS
+            .remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
     }
     if let Some(group) = &event.group_id {
         groups::forget_event(txn, org, group, event.id.as_str())?;
@@ -267,30 +264,6 @@ pub fn get_event(
     id: &str,
 ) -> Result<Option<ErrorEvent>, StoreError> {
     EVENTS.get(txn, &tables::composite_key(org, id))
-}
-
-/// Up to `limit` events that named `session`, oldest first.
-pub fn events_of_session(
-    txn: &impl ReadTxn,
-    org: &OrgId,
-    session: &str,
-    limit: usize,
-) -> Result<Vec<ErrorEvent>, StoreError> {
-    let prefix = format!("{}/{session}/", org.as_str());
-    let scan = Scan {
-        prefix: &prefix,
-        after: None,
-        limit,
-    };
-    let rows = SESSION_EVENTS.scan(txn, scan)?;
-    let mut events = Vec::with_capacity(rows.len());
-    for (key, _) in rows {
-        let event_id = &key[prefix.len()..];
-        if let Some(event) = get_event(txn, org.as_str(), event_id)? {
-            events.push(event);
-        }
-    }
-    Ok(events)
 }
 
 /// Up to `limit` events of `org` with ids after `after` (from the first without) and before
@@ -383,7 +356,11 @@ mod tests {
         };
         assert_eq!(EVENTS.row_count(&txn).unwrap(), 4);
         assert_eq!(rows(tables::EVENT_CLIENT_IDS), 2);
-        assert_eq!(rows(tables::SESSION_EVENTS), 4);
+        assert_eq!(
+            rows(tables::SESSION_EVENTS),
+            0,
+            "a session's events are searched"
+        );
         // Every stored event is named by the age index; those of one transaction and second
         // share a bundle row.
         let aged = ages::expired(&txn, (Timestamp(i64::MAX), &[EVENT_AGE]), 100).unwrap();
@@ -391,7 +368,6 @@ mod tests {
         assert_eq!(rows(tables::TELEMETRY_AGES), 2, "one bundle per batch here");
         assert_eq!(rows(tables::GROUP_EVENTS), 4);
         assert_eq!(rows(tables::GROUP_USERS), 4);
-        assert_eq!(events_of_session(&txn, &org, "s-1", 10).unwrap().len(), 4);
     }
 
     #[test]

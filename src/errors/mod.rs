@@ -38,6 +38,7 @@ mod resolve;
 // The index is errors' own room; the server starts it and the admin socket and the CLI
 // rebuild it through the re-exports below.
 mod search;
+mod session_events;
 mod shapes;
 mod sourcemaps;
 mod stack;
@@ -49,8 +50,7 @@ use redb::WriteTransaction;
 pub use api::routes;
 pub use event::{ErrorEvent, EventId, MAX_BREADCRUMBS};
 pub use event_db::{
-    EVENT_AGE, EventBatch, ReturnedEvents, StoredEvents, events_between, events_of_session,
-    remove_event,
+    EVENT_AGE, EventBatch, ReturnedEvents, StoredEvents, events_between, remove_event,
 };
 pub use failure::ErrorsError;
 /// The worker that regroups stored events when their source map arrives (`regroup.rs`).
@@ -58,6 +58,7 @@ pub use regroup::run as run_regroup;
 /// The search index's face: the handle, its start and rebuild (`lookout reindex`), and the
 /// ticket a request takes before writing events.
 pub use search::{IndexTicket, RebuildReport, Search, index_dir, rebuild as rebuild_index};
+pub use session_events::events_of_session;
 pub use sourcemaps::{SourceMap, SourceMapId, debug_id};
 /// The stack parser, for its fuzz target (`fuzz/fuzz_targets/stack_parser.rs`).
 pub use stack::{Frame, MAX_FRAMES, parse as parse_stack};

@@ -47,6 +47,7 @@ where
     Auth: FromRef<S>,
     Store: FromRef<S>,
     Clock: FromRef<S>,
+    crate::errors::Search: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(list_sessions))
@@ -159,6 +160,7 @@ fn sessions_backwards(
     responses((status = 200, body = SessionDetail), problems::NotFound))]
 async fn get_session(
     State(store): State<Store>,
+    State(search): State<crate::errors::Search>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
 ) -> Result<Json<SessionDetail>, ApiError> {
@@ -170,7 +172,7 @@ async fn get_session(
         let Some(session) = WEB_SESSIONS.get(txn, &session_key(&org, &id))? else {
             return Ok(None);
         };
-        let errors = crate::errors::events_of_session(txn, &org, &id, MAX_SESSION_ERRORS)?;
+        let errors = crate::errors::events_of_session(txn, &search, &org, &id, MAX_SESSION_ERRORS)?;
         let traces = traces_of_session(txn, &org, &id)?;
         Ok(Some(SessionDetail::new(session, errors, traces)))
     })

@@ -65,6 +65,7 @@ mod receiver;
 mod scim;
 mod sdk_serving;
 mod search_restart;
+mod session_errors;
 mod settings_api;
 mod setup;
 mod sso_guard;

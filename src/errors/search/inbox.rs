@@ -14,17 +14,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+use super::sessions::Unsearched;
 use crate::errors::ErrorEvent;
 
 pub struct Inbox {
     /// The bytes of queued events beyond which a batch is left out (`SEARCH_INBOX_MAX_BYTES`).
     limit: usize,
     queued: AtomicUsize,
-    /// The smallest id of an event left out since the writer last took it.
-    left_out: Mutex<Option<String>>,
+    /// The smallest id of an event left out since the writer last took it, and the newest
+    /// handing-over of those (`sessions.rs`).
+    left_out: Mutex<Option<(String, u64)>>,
     any_left_out: AtomicBool,
     /// Set by the writer while a rebuild runs: everything is queued then.
     rebuilding: AtomicBool,
+    /// The events handed over and not yet searchable, by session.
+    pub unsearched: Unsearched,
 }
 
 impl Inbox {
@@ -38,6 +42,7 @@ impl Inbox {
             left_out: Mutex::new(None),
             any_left_out: AtomicBool::new(false),
             rebuilding: AtomicBool::new(false),
+            unsearched: Unsearched::default(),
         }
     }
 
@@ -73,16 +78,18 @@ impl Inbox {
         metrics::gauge!("lookout_search_inbox_bytes").set(queued as f64);
     }
 
-    /// Remembers that `events` (durable) were not queued; `true` when none were left out
-    /// since the writer last took them (so it needs waking, once).
-    pub fn leave_out(&self, events: &[ErrorEvent]) -> bool {
+    /// Remembers that `events` (durable, handed over as `seq`) were not queued; `true` when
+    /// none were left out since the writer last took them (so it needs waking, once).
+    pub fn leave_out(&self, events: &[ErrorEvent], seq: u64) -> bool {
         let Some(oldest) = events.iter().map(|event| event.id.as_str()).min() else {
             return false;
         };
         let mut left_out = self.lock();
-        if left_out.as_deref().is_none_or(|known| oldest < known) {
-            *left_out = Some(oldest.to_string());
-        }
+        let oldest = match left_out.take() {
+            Some((known, _)) if known.as_str() <= oldest => known,
+            _ => oldest.to_string(),
+        };
+        *left_out = Some((oldest, seq));
         metrics::counter!("lookout_search_left_out_events_total").increment(events.len() as u64);
         !self.any_left_out.swap(true, Ordering::AcqRel)
     }
@@ -92,8 +99,9 @@ impl Inbox {
         self.any_left_out.load(Ordering::Acquire)
     }
 
-    /// The oldest id left out, forgotten here: the writer reads back from it.
-    pub fn take_left_out(&self) -> Option<String> {
+    /// The oldest id left out and the newest handing-over left out, forgotten here: the
+    /// writer reads back from that id.
+    pub fn take_left_out(&self) -> Option<(String, u64)> {
         let mut left_out = self.lock();
         self.any_left_out.store(false, Ordering::Release);
         left_out.take()
@@ -101,14 +109,14 @@ impl Inbox {
 
     /// The oldest id left out and not yet taken.
     pub fn oldest_left_out(&self) -> Option<String> {
-        self.lock().clone()
+        self.lock().as_ref().map(|(oldest, _)| oldest.clone())
     }
 
     pub fn set_rebuilding(&self, rebuilding: bool) {
         self.rebuilding.store(rebuilding, Ordering::Release);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(String, u64)>> {
         self.left_out.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -198,19 +206,23 @@ mod tests {
         );
         assert!(event_bytes(&newer) > 1_000);
         assert!(
-            inbox.leave_out(std::slice::from_ref(&newer)),
+            inbox.leave_out(std::slice::from_ref(&newer), 1),
             "the first wakes the writer"
         );
-        assert!(!inbox.leave_out(&[newer.clone(), older]));
-        assert!(!inbox.leave_out(std::slice::from_ref(&newer)));
+        assert!(!inbox.leave_out(&[newer.clone(), older], 2));
+        assert!(!inbox.leave_out(std::slice::from_ref(&newer), 3));
         assert!(inbox.any_left_out());
         let oldest = Some("evt_01JGZ000000000000000000001".to_string());
         assert_eq!(inbox.oldest_left_out(), oldest);
-        assert_eq!(inbox.take_left_out(), oldest);
+        assert_eq!(
+            inbox.take_left_out(),
+            oldest.map(|id| (id, 3)),
+            "the oldest id, and the newest handing-over"
+        );
         assert!(!inbox.any_left_out());
         assert_eq!(inbox.take_left_out(), None);
         assert!(
-            inbox.leave_out(&[newer]),
+            inbox.leave_out(&[newer], 4),
             "after a take, the next wakes it again"
         );
     }

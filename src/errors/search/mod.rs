@@ -24,6 +24,7 @@ pub mod newest;
 pub mod query;
 pub mod rebuild;
 pub mod schema;
+pub mod sessions;
 pub mod status;
 pub mod target;
 pub mod writer;
@@ -224,15 +225,22 @@ impl Search {
             return false;
         };
         let bytes = events.iter().map(inbox::event_bytes).sum();
+        // Entered under the sender's lock: in the order of the writer's messages. Moved
+        // events were searchable before, under the same session.
+        let unsearched = &self.inner.inbox.unsearched;
         if !self.inner.inbox.admit(bytes, replace) {
+            let seq = unsearched.enter(org, &events, true);
             // The first left out since the writer last looked wakes it; it reads them back.
-            return !self.inner.inbox.leave_out(&events) || sender.send(Message::LeftOut).is_ok();
+            return !self.inner.inbox.leave_out(&events, seq)
+                || sender.send(Message::LeftOut).is_ok();
         }
+        let seq = unsearched.enter(org, if replace { &[] } else { &events }, false);
         let message = Message::Events {
             org: org.to_string(),
             events,
             replace,
             bytes,
+            seq,
         };
         match sender.send(message) {
             Ok(()) => true,

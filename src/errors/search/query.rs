@@ -81,7 +81,7 @@ impl SearchRequest {
     }
 }
 
-fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
+pub(super) fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
     Box::new(TermQuery::new(
         Term::from_field_text(field, text),
         IndexRecordOption::Basic,

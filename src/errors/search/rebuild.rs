@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use super::checkpoint::margin_id;
 use super::schema::Fields;
-use super::writer::{Target, read_events};
+use super::target::read_events;
+use super::writer::Target;
 use super::{SearchError, open_index};
 use crate::errors::ErrorEvent;
 use crate::store::Store;

@@ -4,7 +4,8 @@
 //! and every query is restricted by both. An event document carries only the event's own
 //! small fields; the stack text lives once in its group's document (`kind:group`), because
 //! tokenising a whole stack per event costs more than the rest of ingest together. Only `id`
-//! (and `group`) are stored: results are read back from redb, the source of truth.
+//! (and `group`) are stored: results are read back from redb, the source of truth. Adding a
+//! field changes the schema, and an index of another schema is rebuilt from redb on start.
 
 use tantivy::TantivyDocument;
 use tantivy::schema::{
@@ -31,6 +32,8 @@ pub struct Fields {
     pub service: Field,
     pub environment: Field,
     pub level: Field,
+    /// The client's session id, for a session's errors (`sessions.rs`).
+    pub session: Field,
     pub tag: Field,
     pub timestamp: Field,
 }
@@ -57,7 +60,8 @@ pub fn schema() -> (Schema, Fields) {
         release: builder.add_text_field("release", keyword.clone()),
         service: builder.add_text_field("service", keyword.clone()),
         environment: builder.add_text_field("environment", keyword.clone()),
-        level: builder.add_text_field("level", keyword),
+        level: builder.add_text_field("level", keyword.clone()),
+        session: builder.add_text_field("session", keyword),
         tag: builder.add_json_field("tag", tag_options),
         timestamp: builder.add_i64_field("timestamp", INDEXED | FAST),
     };
@@ -81,6 +85,7 @@ pub fn event_document(fields: &Fields, org: &str, event: &ErrorEvent) -> Tantivy
         (fields.release, &event.release),
         (fields.service, &event.service),
         (fields.environment, &event.environment),
+        (fields.session, &event.session_id),
     ];
     for (field, value) in optional {
         if let Some(value) = value {

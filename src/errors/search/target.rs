@@ -14,7 +14,6 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 use super::SearchError;
 use super::checkpoint::{Payload, margin_id};
 use super::schema::{self, Fields, KIND_GROUP};
-use super::writer::read_events;
 use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
 
@@ -275,6 +274,18 @@ fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
         Term::from_field_text(field, text),
         IndexRecordOption::Basic,
     ))
+}
+
+/// Up to `limit` events of `org` with ids after `after` (from the first without) and before
+/// `before` (to the last without), in id order.
+pub(super) fn read_events(
+    store: &Store,
+    org: &str,
+    after: Option<&str>,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<Vec<ErrorEvent>, StoreError> {
+    store.read_blocking(|txn| crate::errors::events_between(txn, org, after, before, limit))
 }
 
 #[cfg(test)]

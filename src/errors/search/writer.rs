@@ -31,7 +31,7 @@ pub use super::target::Target;
 use super::target::stored_batches;
 use super::{Opened, SearchError};
 use crate::errors::ErrorEvent;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 /// How long an added document may wait for its commit.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(250);
@@ -49,6 +49,8 @@ pub enum Message {
         replace: bool,
         /// What they count in the inbox's bound.
         bytes: usize,
+        /// Their handing-over (`sessions.rs`).
+        seq: u64,
     },
     /// Events were left out of the inbox: read them back from redb.
     LeftOut,
@@ -75,6 +77,8 @@ pub struct Writer {
     inbox: Arc<Inbox>,
     /// The oldest id left out of the inbox whose read-back has not completed.
     reading_back: Option<String>,
+    /// The handing-over of the last live message handled (`sessions.rs`).
+    handled: u64,
 }
 
 impl Writer {
@@ -98,6 +102,7 @@ impl Writer {
             status,
             inbox,
             reading_back: None,
+            handled: 0,
         }
     }
 
@@ -211,6 +216,7 @@ impl Writer {
                 events,
                 replace: moved,
                 bytes,
+                seq,
             } => {
                 for event in &events {
                     let replace = moved
@@ -224,6 +230,7 @@ impl Writer {
                     }
                 }
                 self.inbox.release(bytes);
+                self.handled = seq;
                 due.get_or_insert_with(|| Instant::now() + COMMIT_INTERVAL);
             }
             // The loop reads them back before its next message.
@@ -257,7 +264,7 @@ impl Writer {
     /// oldest of them), into the live index and a running rebuild, replacing what either
     /// had; commits after. Until that commit, commits hold the checkpoint at the oldest.
     fn read_back(&mut self) {
-        let Some(from) = self.inbox.take_left_out() else {
+        let Some((from, left_out_seq)) = self.inbox.take_left_out() else {
             return;
         };
         let oldest = match self.reading_back.take() {
@@ -302,7 +309,9 @@ impl Writer {
             Ok(Some(events)) => {
                 self.caught_up_to = self.live.checkpoint().map(str::to_string);
                 self.reading_back = None;
-                self.commit_live();
+                if self.commit_live() {
+                    self.inbox.unsearched.forget_left_out(left_out_seq);
+                }
                 metrics::counter!("lookout_search_read_back_events_total").increment(events);
                 tracing::info!(
                     events,
@@ -325,10 +334,18 @@ impl Writer {
         self.live.hold_checkpoint(held);
     }
 
-    fn commit_live(&mut self) {
+    /// Commits the live index; `true` when everything added is searchable.
+    fn commit_live(&mut self) -> bool {
         self.hold();
-        if let Err(error) = self.live.commit() {
-            tracing::error!(%error, "search index commit failed");
+        match self.live.commit() {
+            Ok(()) => {
+                self.inbox.unsearched.forget_queued(self.handled);
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "search index commit failed");
+                false
+            }
         }
     }
 
@@ -396,6 +413,7 @@ impl Writer {
             status,
             inbox,
             reading_back,
+            handled,
             ..
         } = self;
         let (indexed, reports) = (rebuild.done(), rebuild.reports());
@@ -433,12 +451,11 @@ impl Writer {
             status,
             inbox,
             reading_back,
+            handled,
         })
     }
 }
 
-/// Opens the index a rebuild just put at `dir`; returns it with the id up to which live events
-/// replace their documents.
 /// The oldest of the events left out of the inbox and the read-back under way, if any: the
 /// checkpoint a commit may record at most.
 fn held_checkpoint(inbox: &Inbox, reading_back: Option<&str>) -> Option<String> {
@@ -448,6 +465,8 @@ fn held_checkpoint(inbox: &Inbox, reading_back: Option<&str>) -> Option<String> 
     }
 }
 
+/// Opens the index a rebuild just put at `dir`; returns it with the id up to which live events
+/// replace their documents.
 fn open_rebuilt(
     dir: &std::path::Path,
     checkpoint: Option<String>,
@@ -467,16 +486,4 @@ fn reopen_caught_up(
     let caught_up_to = live.checkpoint().map(str::to_string);
     live.commit()?;
     Ok((live, caught_up_to))
-}
-
-/// Up to `limit` events of `org` with ids after `after` (from the first without) and before
-/// `before` (to the last without), in id order.
-pub(super) fn read_events(
-    store: &Store,
-    org: &str,
-    after: Option<&str>,
-    before: Option<&str>,
-    limit: usize,
-) -> Result<Vec<ErrorEvent>, StoreError> {
-    store.read_blocking(|txn| crate::errors::events_between(txn, org, after, before, limit))
 }
