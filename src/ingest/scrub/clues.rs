@@ -60,7 +60,9 @@ impl Clues {
     }
 
     /// The clues of `text`, in one pass over its bytes (this runs for every scrubbed text:
-    /// a pass per clue was the largest single cost of ingest's request threads).
+    /// a pass per clue was the largest single cost of ingest's request threads). A run of
+    /// letters holding one that is not a hex digit is taken whole, a table lookup per byte,
+    /// since every state moves the same way over it; `eyJ` is searched on its own.
     pub(super) fn of(text: &str) -> Clues {
         let bytes = text.as_bytes();
         let starts = |at: usize, word: &[u8]| {
@@ -83,7 +85,20 @@ impl Clues {
         let mut digits = DigitChain::default();
         let mut run = HexRun::default();
         let mut name = NameTail::default();
-        for (at, &byte) in bytes.iter().enumerate() {
+        let mut at = 0;
+        while at < bytes.len() {
+            // A run of letters moves every clue's state the same way, whatever its letters
+            // are, once one of them is not a hex digit: it is taken whole.
+            let (letters, not_hex) = letter_run(&bytes[at..]);
+            if not_hex {
+                let run_of_letters = &bytes[at..at + letters];
+                digits.letters();
+                run.letters(run_of_letters);
+                name.letters(run_of_letters);
+                at += letters;
+                continue;
+            }
+            let byte = bytes[at];
             match byte {
                 b':' => clues.colons += 1,
                 b'=' => clues.equals = true,
@@ -93,7 +108,6 @@ impl Clues {
                     clues.bearer |= starts(at, b"bearer");
                     clues.basic |= starts(at, b"basic");
                 }
-                b'e' if bytes[at + 1..].starts_with(b"yJ") => clues.jwt = true,
                 b'.' if at > 0
                     && bytes[at - 1].is_ascii_digit()
                     && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) =>
@@ -105,7 +119,9 @@ impl Clues {
             digits.step(byte);
             clues.ipv6_run |= run.step(byte);
             clues.sensitive_name |= name.step(byte);
+            at += 1;
         }
+        clues.jwt = text.contains("eyJ");
         clues.digit_chain = digits.longest;
         clues.sensitive_name |= name.ends_sensitive();
         clues
@@ -185,6 +201,44 @@ impl Clues {
     }
 }
 
+/// A letter that a run taken whole may hold: every ASCII letter but `b` and `B`, which may
+/// start `bearer` or `basic` (the other clues see a letter only as a letter).
+const LETTER: u8 = 1;
+/// A letter that is not a hex digit.
+const NOT_HEX: u8 = 2;
+
+/// `LETTER` and `NOT_HEX` of every byte.
+static LETTER_CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let letter = byte as u8;
+        if letter.is_ascii_alphabetic() && letter != b'b' && letter != b'B' {
+            classes[byte] = LETTER
+                | if letter.is_ascii_hexdigit() {
+                    0
+                } else {
+                    NOT_HEX
+                };
+        }
+        byte += 1;
+    }
+    classes
+};
+
+/// How many bytes from the start are `LETTER`s, and whether one of them is not a hex digit.
+fn letter_run(bytes: &[u8]) -> (usize, bool) {
+    let mut not_hex = 0;
+    for (count, &byte) in bytes.iter().enumerate() {
+        let class = LETTER_CLASSES[usize::from(byte)];
+        if class & LETTER == 0 {
+            return (count, not_hex != 0);
+        }
+        not_hex |= class & NOT_HEX;
+    }
+    (bytes.len(), not_hex != 0)
+}
+
 /// The most digits in one chain where two digits are adjacent or have one space or dash
 /// between them (what `CARD_CANDIDATE` needs 13 of), counted a byte at a time.
 #[derive(Default)]
@@ -206,6 +260,12 @@ impl DigitChain {
             self.chain = 0;
             self.previous_digit = false;
         }
+    }
+
+    /// What `step` over a run of letters leaves.
+    fn letters(&mut self) {
+        self.chain = 0;
+        self.previous_digit = false;
     }
 }
 
@@ -241,12 +301,25 @@ impl HexRun {
             b'.' if self.colons == 0 => self.can_start = false,
             b'.' => {}
             _ if self.colons == 0 => {
-                self.lead += 1;
+                self.lead = self.lead.saturating_add(1);
                 self.can_start &= self.lead <= 4;
             }
             _ => {}
         }
         self.can_start && self.colons >= 2
+    }
+
+    /// What `step` over a run of letters, one of them not a hex digit, leaves: that letter
+    /// ends the run it is in, and a run its hex letters start after it is glued on; a run
+    /// the letters continue that can already report did so at its second colon. So no
+    /// letter reports, and a run still open at the end cannot start a candidate.
+    fn letters(&mut self, letters: &[u8]) {
+        let last = letters[letters.len() - 1];
+        self.inside = last.is_ascii_hexdigit();
+        self.can_start = false;
+        self.colons = 0;
+        self.lead = 0;
+        self.previous = last;
     }
 }
 
@@ -268,6 +341,14 @@ impl NameTail {
             let sensitive = self.ends_sensitive();
             self.last_eight = 0;
             sensitive
+        }
+    }
+
+    /// What `step` over a run of letters leaves (a letter never ends a name).
+    fn letters(&mut self, letters: &[u8]) {
+        let tail = &letters[letters.len().saturating_sub(8)..];
+        for &letter in tail {
+            self.last_eight = self.last_eight << 8 | u64::from(letter.to_ascii_lowercase());
         }
     }
 

@@ -300,6 +300,14 @@ proptest! {
         prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
     }
 
+    // Runs of letters, hex or not, are taken whole: around every kind of byte a clue reads.
+    #[test]
+    fn runs_of_letters_leave_the_clues_separate_scans_find(
+        text in "([a-zA-Z]{1,12}|[a-fA-F]{1,6}|[ :=.@%_()/0-9\\[\\]-]|eyJ|Bearer|fe80::|40|password){0,40}",
+    ) {
+        prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
+    }
+
     #[test]
     fn planted_emails_never_survive(
         local in "[a-z][a-z0-9._+-]{0,15}",
