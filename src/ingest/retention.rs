@@ -138,6 +138,51 @@ mod tests {
     const DAY: i64 = 86_400_000;
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
 
+    /// Events of one write and second share a bundle keyed by the first of them at the newest
+    /// age: removing that event must not take the bundle, which names the others.
+    #[test]
+    fn a_bundle_taken_in_small_batches_expires_every_event_it_names() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let org = OrgId::generate();
+        let item = json!({"level": "error", "message": "m", "url": "u",
+            "timestamp": NOW.0 - 2 * DAY});
+        let events: Vec<_> = (0..10)
+            .map(|_| super::super::web_errors::parse_event(&item, NOW, None).unwrap())
+            .collect();
+        let txn = database.begin_write().unwrap();
+        let mut batch = crate::errors::EventBatch::new(events);
+        crate::errors::store_events(&txn, &org, &mut batch).unwrap();
+        let cutoff = retention_cutoff(NOW, Duration::from_secs(86_400));
+        let mut rounds = Vec::new();
+        loop {
+            let deleted = delete_expired(&txn, cutoff, 3).unwrap();
+            rounds.push(deleted);
+            if deleted < 3 {
+                break;
+            }
+        }
+        assert_eq!(rounds, [3, 3, 3, 1]);
+        let count = |name| {
+            txn.open(redb::TableDefinition::<&str, &[u8]>::new(name))
+                .unwrap()
+                .row_count()
+                .unwrap()
+        };
+        assert_eq!(
+            count(tables::EVENTS),
+            0,
+            "every event of the bundle expired"
+        );
+        let rows = txn
+            .open(redb::TableDefinition::<&str, &str>::new(
+                tables::TELEMETRY_AGES,
+            ))
+            .unwrap()
+            .row_count()
+            .unwrap();
+        assert_eq!(rows, 0);
+    }
+
     #[test]
     fn old_items_go_with_their_index_rows_and_new_ones_stay() {
         let (_dir, database) = crate::store::migrations::scratch_database();

@@ -92,13 +92,22 @@ pub fn put_age(
     TELEMETRY_AGES.insert(txn, &age_key(kind, age, record_key), "")
 }
 
+/// Removes the record's own age row. A bundle whose key the record's happens to be (its first
+/// record, at the bundle's newest age) is kept: it names other records, and the retention
+/// that removes the record forgets it in the bundle (`forget_taken`).
 pub fn remove_age(
     txn: &WriteTransaction,
     kind: Kind,
     age: Timestamp,
     record_key: &str,
 ) -> Result<(), StoreError> {
-    TELEMETRY_AGES.remove(txn, &age_key(kind, age, record_key))?;
+    let key = age_key(kind, age, record_key);
+    if TELEMETRY_AGES
+        .get(txn, &key)?
+        .is_some_and(|bundled| bundled.is_empty())
+    {
+        TELEMETRY_AGES.remove(txn, &key)?;
+    }
     Ok(())
 }
 
