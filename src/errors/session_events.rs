@@ -7,9 +7,9 @@
 //! id costs the store's one writer a page write per event). Every candidate id is read from
 //! redb and kept only when the event is there and names the session: the index may still name
 //! an event retention removed, and the list holds hashes. The answer is the `limit` events
-//! earliest by event time (then id), in that order. Bounded: at most `limit` old rows and `MAX_INDEX_PAGES`
-//! pages of `limit` index documents are read. While the index catches up after a start, a
-//! session lists the events it holds so far, as searches do.
+//! earliest by event time (then id), in that order. Bounded: at most `limit` old rows and
+//! `MAX_INDEX_PAGES` pages of `limit` index documents are read. While the index catches up
+//! after a start, a session lists the events it holds so far, as searches do.
 
 use std::collections::{BTreeMap, HashSet};
 

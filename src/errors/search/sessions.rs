@@ -11,9 +11,10 @@
 //! inbox once the read-back that took them has committed (`inbox.rs` hands it their
 //! sequence number with their oldest id). A lookup reads the list before it takes a searcher,
 //! so an event forgotten meanwhile is in that searcher. The list holds at most `MAX_ENTRIES`
-//! entries of 32 bytes (a hash of organisation and session, and the id); beyond, an event is
-//! found once indexed, as every event is while the index catches up after a start. Entries
-//! name candidates: the caller reads each event from redb and keeps those of the session.
+//! entries of 48 bytes (the id, a hash of organisation and session, the sequence number);
+//! beyond, an event is found once indexed, as every event is while the index catches up
+//! after a start. Entries name candidates: the caller reads each event from redb and keeps
+//! those of the session.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -29,7 +30,7 @@ use super::schema::KIND_EVENT;
 use super::{Search, SearchError};
 use crate::errors::ErrorEvent;
 
-/// Most events listed as handed over and not yet searchable: 4 MiB of entries, a few seconds
+/// Most events listed as handed over and not yet searchable: 6 MiB of entries, a few seconds
 /// of the writer's work at full speed.
 pub const MAX_ENTRIES: usize = 131_072;
 
