@@ -110,8 +110,8 @@ pub fn index_ticket(search: &search::Search) -> Result<IndexTicket, ErrorsError>
 
 /// Called once a batch is durable, with what `store_events` reported and where its events
 /// return (`EventBatch::returning`): hands the events stored now, each with its group, to the
-/// search index writer (which never blocks the request) through the ticket taken before the
-/// write (`Search::ticket`).
+/// search index writer through the ticket taken before the write (`Search::ticket`), once
+/// the writer's inbox has room (or a second passed: `search::inbox`).
 pub async fn events_committed(
     ticket: IndexTicket,
     org: &OrgId,
@@ -122,7 +122,7 @@ pub async fn events_committed(
     let stored = stored.take_from(events);
     metrics::counter!("lookout_ingest_events_stored_total").increment(stored.len() as u64);
     tracing::debug!(org = %org, stored = stored.len(), "error events committed");
-    ticket.submit(org.as_str(), stored);
+    ticket.submit(org.as_str(), stored).await;
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! A restart never waits for the search index: after a clean stop the index is complete and
 //! nothing is indexed again (counted by the server's own metric, not timed); after `kill -9`
 //! the server listens at once, `/healthz` says `"search":"catching_up"` while the writer
-//! indexes the tail it missed, and every acknowledged event is then found.
+//! indexes the tail it missed, and every acknowledged event is then found. A crowded inbox
+//! paces ingest rather than leaving events out for the writer to read back.
 
 use std::time::Duration;
 
@@ -170,4 +171,45 @@ fn events_left_out_of_a_full_inbox_are_read_back_and_a_clean_stop_stays_complete
         Some(0.0)
     );
     assert_eq!(found(&server, &key, "probe"), 2_000);
+}
+
+#[test]
+fn a_crowded_inbox_paces_ingest_and_leaves_out_only_after_a_stalled_second() {
+    // About two and a half 100-event batches: requests wait once two are queued.
+    let server = ingest_server(&[
+        ("SEARCH_INBOX_MAX_BYTES", "200000"),
+        ("WEB_INGEST_RATE_PER_MIN", "100000"),
+        ("API_RATE_PER_MIN", "100000"),
+    ]);
+    let key = owner_key(&server);
+    const SENDERS: usize = 8;
+    const REQUESTS: usize = 25;
+    std::thread::scope(|scope| {
+        for sender in 0..SENDERS {
+            let server = &server;
+            scope.spawn(move || {
+                for request in 0..REQUESTS {
+                    let first = (sender * REQUESTS + request) * 100;
+                    let reply = accepted(&post(server, "/ingest/web-errors", &batch(first, 100)));
+                    assert_eq!(reply["accepted"], 100, "{reply}");
+                }
+            });
+        }
+    });
+    let all = (SENDERS * REQUESTS * 100) as u64;
+    wait_for("every event searchable", Duration::from_secs(30), || {
+        (found(&server, &key, "probe") == all).then_some(())
+    });
+    // A batch is left out only when its request waited the whole second in vain.
+    let timeouts = metric(&server, "lookout_search_inbox_wait_timeouts_total").expect("counted");
+    let left_out = metric(&server, "lookout_search_left_out_events_total").expect("counted");
+    assert!(
+        left_out <= timeouts * 100.0,
+        "left out {left_out} after {timeouts} timeouts"
+    );
+    let waits = metric(&server, "lookout_search_inbox_wait_seconds_count").unwrap_or(0.0);
+    assert!(waits > 0.0, "eight senders crowd an inbox of two batches");
+    for word in ["n0", "n12345", "n19999"] {
+        assert_eq!(found(&server, &key, word), 1, "{word}");
+    }
 }

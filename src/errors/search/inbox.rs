@@ -3,6 +3,14 @@
 //! event id is remembered instead, and the writer reads those events back from redb (where they
 //! are durable) once it gets to them.
 //!
+//! Ingest is paced by the queue: once it holds more than half its bound, a request whose
+//! events are durable waits (`admit_paced`, at most `ROOM_WAIT`) until the writer brings it
+//! back to half before its events are queued, so that ingest, for long, runs no faster than
+//! the index takes events, and a batch is left out only when the writer stalled for that long
+//! (`lookout_search_inbox_wait_timeouts_total`). No request waits while the writer catches up
+//! after a start or while a rebuild runs (both can take minutes, and the queue is not the
+//! measure then), and no request fails because of the index.
+//!
 //! Invariants: the queue never holds more than its bound of live events (events moved to
 //! another group and batches during a rebuild are queued regardless: they are few, and a
 //! rebuild reads redb in its own order). Until the writer has read back what was left out,
@@ -11,11 +19,15 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::sessions::Unsearched;
 use crate::errors::ErrorEvent;
+
+/// The longest a request waits for the queue to come back to half its bound.
+pub const ROOM_WAIT: Duration = Duration::from_secs(1);
 
 pub struct Inbox {
     /// The bytes of queued events beyond which a batch is left out (`SEARCH_INBOX_MAX_BYTES`).
@@ -29,6 +41,8 @@ pub struct Inbox {
     rebuilding: AtomicBool,
     /// The events handed over and not yet searchable, by session.
     pub unsearched: Unsearched,
+    /// Woken whenever the writer brings the queue to half its bound or below.
+    room: tokio::sync::Notify,
 }
 
 impl Inbox {
@@ -36,6 +50,7 @@ impl Inbox {
         metrics::counter!("lookout_search_left_out_events_total").increment(0);
         metrics::counter!("lookout_search_read_back_events_total").increment(0);
         metrics::gauge!("lookout_search_inbox_bytes").set(0.0);
+        metrics::counter!("lookout_search_inbox_wait_timeouts_total").increment(0);
         Inbox {
             limit,
             queued: AtomicUsize::new(0),
@@ -43,7 +58,55 @@ impl Inbox {
             any_left_out: AtomicBool::new(false),
             rebuilding: AtomicBool::new(false),
             unsearched: Unsearched::default(),
+            room: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Queues `bytes` once the queue is at or below half its bound and they fit, waiting at
+    /// most `ROOM_WAIT` for that; past it, or at once while the writer is `catching_up` or
+    /// a rebuild runs, as `admit` does. `false` when the events are to be left out.
+    pub async fn admit_paced(&self, bytes: usize, catching_up: bool) -> bool {
+        let unpaced = catching_up || bytes == 0 || bytes > self.limit;
+        if unpaced || self.rebuilding.load(Ordering::Acquire) {
+            return self.admit(bytes, false);
+        }
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::from_std(started + ROOM_WAIT);
+        let mut waited = false;
+        let admitted = loop {
+            let woken = self.room.notified();
+            let mut woken = std::pin::pin!(woken);
+            // Registered before the look, so a release between the two is not missed.
+            woken.as_mut().enable();
+            if self.reserve(bytes) {
+                break true;
+            }
+            waited = true;
+            if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                metrics::counter!("lookout_search_inbox_wait_timeouts_total").increment(1);
+                break self.admit(bytes, false);
+            }
+        };
+        if waited {
+            metrics::histogram!("lookout_search_inbox_wait_seconds")
+                .record(started.elapsed().as_secs_f64());
+        }
+        admitted
+    }
+
+    /// Queues `bytes` when the queue is at or below half its bound and they fit.
+    fn reserve(&self, bytes: usize) -> bool {
+        let admitted = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                let after = queued.saturating_add(bytes);
+                (queued <= self.limit / 2 && after <= self.limit).then_some(after)
+            })
+            .is_ok();
+        if admitted {
+            self.report();
+        }
+        admitted
     }
 
     /// Queues `bytes` if they fit (or `always`, or while a rebuild runs); `false` when the
@@ -71,6 +134,9 @@ impl Inbox {
                 Some(queued.saturating_sub(bytes))
             });
         self.report();
+        if self.queued.load(Ordering::Acquire) <= self.limit / 2 {
+            self.room.notify_waiters();
+        }
     }
 
     fn report(&self) {
@@ -119,6 +185,11 @@ impl Inbox {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(String, u64)>> {
         self.left_out.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// About how many bytes of memory `events` hold (`event_bytes`).
+pub fn events_bytes(events: &[ErrorEvent]) -> usize {
+    events.iter().map(event_bytes).sum()
 }
 
 /// About how many bytes of memory `event` holds: its text, and its frames, breadcrumbs, tags
@@ -225,5 +296,83 @@ mod tests {
             inbox.leave_out(&[newer], 4),
             "after a take, the next wakes it again"
         );
+    }
+
+    /// Whether `paced` is still waiting after the runtime had a chance to run it.
+    async fn waiting(paced: &tokio::task::JoinHandle<bool>) -> bool {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        !paced.is_finished()
+    }
+
+    #[tokio::test]
+    async fn a_request_waits_while_the_queue_is_past_half_and_takes_its_room_alone() {
+        let inbox = std::sync::Arc::new(Inbox::new(100));
+        assert!(
+            inbox.admit_paced(50, false).await,
+            "at half, it fits: at once"
+        );
+        assert!(inbox.admit(10, false));
+        let paced = |bytes| {
+            let inbox = inbox.clone();
+            tokio::spawn(async move { inbox.admit_paced(bytes, false).await })
+        };
+        let (first, second) = (paced(45), paced(45));
+        assert!(
+            waiting(&first).await && waiting(&second).await,
+            "60 of 100 queued"
+        );
+        inbox.release(20);
+        // Both are woken; the first to look takes the room, and the queue (85) is past half
+        // again for the other.
+        let mut done = Vec::new();
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+            done = [&first, &second].map(|task| task.is_finished()).to_vec();
+            if done.contains(&true) {
+                break;
+            }
+        }
+        assert_eq!(done.iter().filter(|done| **done).count(), 1, "{done:?}");
+        assert_eq!(inbox.queued.load(Ordering::Acquire), 85);
+        inbox.release(45);
+        assert!(first.await.unwrap() && second.await.unwrap());
+        assert_eq!(inbox.queued.load(Ordering::Acquire), 85);
+    }
+
+    #[tokio::test]
+    async fn no_request_waits_while_catching_up_or_rebuilding_or_for_what_never_fits() {
+        let inbox = Inbox::new(100);
+        assert!(inbox.admit(90, false));
+        assert!(
+            inbox.admit_paced(10, true).await,
+            "catching up: as admit, at once"
+        );
+        assert!(
+            !inbox.admit_paced(1, true).await,
+            "catching up and full: left out"
+        );
+        assert!(
+            !inbox.admit_paced(101, false).await,
+            "past the bound: left out at once"
+        );
+        assert!(inbox.admit_paced(0, false).await, "nothing to queue");
+        inbox.set_rebuilding(true);
+        assert!(
+            inbox.admit_paced(500, false).await,
+            "a rebuild takes everything"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_stalls_holds_a_request_a_second_at_most() {
+        let inbox = Inbox::new(100);
+        assert!(inbox.admit(60, false));
+        // Nothing is released: past ROOM_WAIT, it fits the bound and is queued as `admit`
+        // would; the next finds no room and is left out.
+        assert!(inbox.admit_paced(40, false).await);
+        assert!(!inbox.admit_paced(1, false).await);
+        assert_eq!(inbox.queued.load(Ordering::Acquire), 100);
     }
 }

@@ -9,7 +9,8 @@
 //! `ReloadPolicy::Manual`; the writer reloads the reader after each commit, and replaces the
 //! index searches use (`Opened`) when a rebuild is swapped in.
 //!
-//! Invariants: ingest never waits for indexing and never fails because of it; start-up never
+//! Invariants: ingest never fails because of indexing, and waits for it only while the
+//! writer's inbox is past half its bound, at most a second (`inbox.rs`); start-up never
 //! waits for indexing either: after a clean stop the index is complete (`checkpoint.rs`) and
 //! nothing is indexed again; after a crash the events from the checkpoint on, and for a
 //! missing or unreadable index (after a restore, for one) every stored event, are indexed by
@@ -213,28 +214,38 @@ impl Search {
     }
 
     /// Hands durable events to the writer (through `IndexTicket::submit`): queued when the
-    /// inbox has room for them (moved events always), else left for the writer to read back
-    /// from redb (`inbox.rs`). `false` when the writer is gone and they were not taken.
-    fn send_events(&self, org: &str, events: Vec<ErrorEvent>, replace: bool) -> bool {
-        if events.is_empty() {
-            return true;
-        }
+    /// inbox admitted their `queued` bytes (moved events always), else left for the writer to
+    /// read back from redb (`inbox.rs`). `false` when the writer is gone and they were not
+    /// taken.
+    fn send_events(
+        &self,
+        org: &str,
+        events: Vec<ErrorEvent>,
+        replace: bool,
+        queued: Option<usize>,
+    ) -> bool {
+        let inbox = &self.inner.inbox;
         let sender = self.lock_sender();
-        let Some(sender) = sender.as_ref() else {
+        let Some(sender) = sender.as_ref().filter(|_| !events.is_empty()) else {
+            if let Some(bytes) = queued {
+                inbox.release(bytes);
+            }
+            if events.is_empty() {
+                return true;
+            }
             tracing::error!("search writer stopped: events not indexed until restart");
             return false;
         };
-        let bytes = events.iter().map(inbox::event_bytes).sum();
         // Entered under the sender's lock: in the order of the writer's messages. Moved
         // events were searchable before, under the same session.
-        let unsearched = &self.inner.inbox.unsearched;
-        if !self.inner.inbox.admit(bytes, replace) {
-            let seq = unsearched.enter(org, &events, true);
+        let Some(bytes) = queued else {
+            let seq = inbox.unsearched.enter(org, &events, true);
             // The first left out since the writer last looked wakes it; it reads them back.
-            return !self.inner.inbox.leave_out(&events, seq)
-                || sender.send(Message::LeftOut).is_ok();
-        }
-        let seq = unsearched.enter(org, if replace { &[] } else { &events }, false);
+            return !inbox.leave_out(&events, seq) || sender.send(Message::LeftOut).is_ok();
+        };
+        let seq = inbox
+            .unsearched
+            .enter(org, if replace { &[] } else { &events }, false);
         let message = Message::Events {
             org: org.to_string(),
             events,
@@ -246,7 +257,7 @@ impl Search {
             Ok(()) => true,
             Err(returned) => {
                 if let Message::Events { bytes, .. } = returned.0 {
-                    self.inner.inbox.release(bytes);
+                    inbox.release(bytes);
                 }
                 tracing::error!("search writer stopped: events not indexed until restart");
                 false

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::Search;
+use super::{Search, inbox};
 use crate::errors::ErrorEvent;
 
 #[derive(Default)]
@@ -97,21 +97,62 @@ impl Search {
 }
 
 impl IndexTicket {
-    /// Hands durable events to the writer; never blocks on indexing.
-    pub fn submit(self, org: &str, events: Vec<ErrorEvent>) {
-        self.send(org, events, false);
+    /// Hands durable events to the writer once its inbox has room for them: waits at most
+    /// `inbox::ROOM_WAIT` while the inbox is past half its bound (`inbox.rs`). Abandoned
+    /// while waiting, it hands them over at once, unpaced.
+    pub async fn submit(self, org: &str, events: Vec<ErrorEvent>) {
+        let bytes = inbox::events_bytes(&events);
+        let inbox = self.search.inner.inbox.clone();
+        let catching_up = self.search.inner.status.catching_up();
+        let mut unsent = Unsent {
+            ticket: Some(self),
+            org,
+            events,
+            bytes,
+        };
+        let queued = inbox.admit_paced(bytes, catching_up).await;
+        unsent.send(Some(queued));
     }
 
     /// Hands durable events that were indexed before (moved to another group) to the writer,
-    /// which replaces their documents.
+    /// which replaces their documents; queued whatever the inbox holds.
     pub fn submit_moved(self, org: &str, events: Vec<ErrorEvent>) {
-        self.send(org, events, true);
+        let bytes = inbox::events_bytes(&events);
+        let queued = self.search.inner.inbox.admit(bytes, true);
+        self.send(org, events, true, queued.then_some(bytes));
     }
 
-    fn send(mut self, org: &str, events: Vec<ErrorEvent>, replace: bool) {
+    /// `queued`: the bytes the inbox admitted for them, or `None` when they are left out.
+    fn send(mut self, org: &str, events: Vec<ErrorEvent>, replace: bool, queued: Option<usize>) {
         self.spent = true;
-        let sent = self.search.send_events(org, events, replace);
+        let sent = self.search.send_events(org, events, replace, queued);
         self.search.inner.status.settle(!sent);
+    }
+}
+
+/// Events waiting for room in the inbox, handed over when dropped before they were.
+struct Unsent<'a> {
+    ticket: Option<IndexTicket>,
+    org: &'a str,
+    events: Vec<ErrorEvent>,
+    bytes: usize,
+}
+
+impl Unsent<'_> {
+    /// `queued`: whether the inbox admitted them; `None` to ask it now, unpaced.
+    fn send(&mut self, queued: Option<bool>) {
+        let Some(ticket) = self.ticket.take() else {
+            return;
+        };
+        let queued = queued.unwrap_or_else(|| ticket.search.inner.inbox.admit(self.bytes, false));
+        let events = std::mem::take(&mut self.events);
+        ticket.send(self.org, events, false, queued.then_some(self.bytes));
+    }
+}
+
+impl Drop for Unsent<'_> {
+    fn drop(&mut self) {
+        self.send(None);
     }
 }
 
@@ -120,5 +161,41 @@ impl Drop for IndexTicket {
         if !self.spent {
             self.search.inner.status.settle(true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, StoreOptions};
+
+    fn event(id: &str) -> ErrorEvent {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "level": "error", "message": "m", "url": "u", "session_id": "s-1",
+            "timestamp": 0, "received_at": 0}))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_abandoned_while_it_waits_for_room_still_hands_its_events_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db.redb"), StoreOptions::default()).unwrap();
+        let search = Search::start(&dir.path().join("search"), &store, 100_000).unwrap();
+        // Past half, with nothing the writer could release: a submit waits.
+        assert!(search.inner.inbox.admit(60_000, false));
+        let ticket = search.ticket().unwrap();
+        let id = "evt_01JGZ000000000000000000001";
+        let waiting = ticket.submit("org_a", vec![event(id)]);
+        let abandoned = tokio::time::timeout(std::time::Duration::from_millis(20), waiting).await;
+        assert!(abandoned.is_err(), "it waited for room");
+        // Dropped with the request, its events were handed over (queued: they fit the bound)
+        // and the ticket spent, so a stop still finds the index complete.
+        assert_eq!(search.inner.inbox.unsearched.len(), 1);
+        tokio::task::spawn_blocking(move || {
+            search.close();
+            assert!(search.inner.status.nothing_missed());
+        })
+        .await
+        .unwrap();
     }
 }
