@@ -106,7 +106,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     doc("WEB_ERROR_SPIKE_WINDOW_SECONDS", "300", "length of the spike window (1 to 86400)"),
     doc("WEB_ERROR_ALERT_COOLDOWN_SECONDS", "900", "pause between successive spike alerts (>= 0)"),
     doc("RETENTION_DAYS", "30", "days telemetry is kept (>= 1)"),
-    doc("SEARCH_INBOX_MAX_BYTES", "33554432", "events waiting for the search index, in bytes (0-1073741824)"),
+    doc("SEARCH_INBOX_MAX_BYTES", "16777216", "events waiting for the search index, in bytes (0-1073741824)"),
     doc("ALERT_EVAL_INTERVAL_SECONDS", "10", "how often alert rules are evaluated (>= 1)"),
     doc("WEBHOOK_TIMEOUT_SECONDS", "10", "time a webhook receiver has to answer (1-300)"),
     doc("WEBHOOK_RETRY_DELAYS_SECONDS", "60,300,1800", "delays between delivery attempts (1-10)"),
