@@ -78,6 +78,9 @@ impl Inbox {
             let mut woken = std::pin::pin!(woken);
             // Registered before the look, so a release between the two is not missed.
             woken.as_mut().enable();
+            if self.rebuilding.load(Ordering::Acquire) {
+                break self.admit(bytes, false);
+            }
             if self.reserve(bytes) {
                 break true;
             }
@@ -178,8 +181,11 @@ impl Inbox {
         self.lock().as_ref().map(|(oldest, _)| oldest.clone())
     }
 
+    /// A rebuild takes everything: requests already waiting for room stop waiting.
     pub fn set_rebuilding(&self, rebuilding: bool) {
-        self.rebuilding.store(rebuilding, Ordering::Release);
+        if !self.rebuilding.swap(rebuilding, Ordering::AcqRel) && rebuilding {
+            self.room.notify_waiters();
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(String, u64)>> {
@@ -363,6 +369,26 @@ mod tests {
             inbox.admit_paced(500, false).await,
             "a rebuild takes everything"
         );
+    }
+
+    #[tokio::test]
+    async fn a_rebuild_that_begins_ends_the_waits() {
+        let inbox = std::sync::Arc::new(Inbox::new(100));
+        assert!(inbox.admit(90, false));
+        let paced = {
+            let inbox = inbox.clone();
+            tokio::spawn(async move { inbox.admit_paced(50, false).await })
+        };
+        assert!(waiting(&paced).await);
+        inbox.set_rebuilding(true);
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            paced.is_finished(),
+            "woken by the rebuild, not by its second"
+        );
+        assert!(paced.await.unwrap());
     }
 
     #[tokio::test]

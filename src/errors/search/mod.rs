@@ -225,13 +225,16 @@ impl Search {
         queued: Option<usize>,
     ) -> bool {
         let inbox = &self.inner.inbox;
-        let sender = self.lock_sender();
-        let Some(sender) = sender.as_ref().filter(|_| !events.is_empty()) else {
+        if events.is_empty() {
             if let Some(bytes) = queued {
                 inbox.release(bytes);
             }
-            if events.is_empty() {
-                return true;
+            return true;
+        }
+        let sender = self.lock_sender();
+        let Some(sender) = sender.as_ref() else {
+            if let Some(bytes) = queued {
+                inbox.release(bytes);
             }
             tracing::error!("search writer stopped: events not indexed until restart");
             return false;
