@@ -15,9 +15,9 @@ use axum::Json;
 use axum::extract::{RawQuery, State};
 use redb::ReadTransaction;
 
-use super::db::GROUP_EVENTS;
 use super::event::{ErrorEvent, EventId};
 use super::event_db::{EVENTS, get_event};
+use super::group_events;
 use super::resolve;
 use super::search::query::SearchRequest;
 use super::search::{EXACT_TOTAL_UP_TO, Search, SearchError};
@@ -75,49 +75,34 @@ pub async fn list_errors(
     let limit = page.limit;
     let (items, counted) = store
         .read(move |txn| {
-            // Events in key order of either the event table or the group's event index; both end
-            // in the event id, so the cursor is the last event id in both cases.
-            let owner = match &group {
-                Some(group) => format!("{}/{group}", org.as_str()),
-                None => org.as_str().to_string(),
-            };
-            let start = tables::owner_prefix(&owner);
-            // `0` follows `/`, so `{owner}0` is past every key of the owner.
-            let end = match &cursor {
-                Some(id) => tables::composite_key(&owner, id.as_str()),
-                None => format!("{owner}0"),
-            };
-            let (mut ids, bounds) = (Vec::new(), WalkBounds::rows(limit));
-            let mut collect = |key: &str| {
-                ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
-            };
-            match group {
-                Some(_) => {
-                    let index = GROUP_EVENTS.definition();
-                    walk_backwards(txn, index, (&start, &end), bounds, |key, _| {
-                        collect(key);
-                        Ok::<_, StoreError>(true)
-                    })?
+            // Newest first, from the cursor (the last event id of the page before) down.
+            let before = cursor.as_ref().map(|id| id.as_str());
+            let (ids, counted) = match &group {
+                Some(group) => {
+                    let ids = group_events::newest(txn, org.as_str(), group, before, limit)?;
+                    let counted = group_events::count(txn, org.as_str(), group, EXACT_TOTAL_UP_TO)?;
+                    (ids, counted)
                 }
-                None => walk_backwards(
-                    txn,
-                    EVENTS.definition(),
-                    (&start, &end),
-                    bounds,
-                    |key, _| {
-                        collect(key);
+                None => {
+                    let start = tables::owner_prefix(org.as_str());
+                    // `0` follows `/`, so `{org}0` is past every key of the organisation.
+                    let whole_end = format!("{}0", org.as_str());
+                    let end = match before {
+                        Some(id) => tables::composite_key(org.as_str(), id),
+                        None => whole_end.clone(),
+                    };
+                    let mut ids = Vec::new();
+                    let (table, bounds) = (EVENTS.definition(), WalkBounds::rows(limit));
+                    walk_backwards(txn, table, (&start, &end), bounds, |key, _| {
+                        ids.push(key[start.len()..].to_string());
                         Ok::<_, StoreError>(true)
-                    },
-                )?,
-            };
-            // The total counts the whole list, not what follows the cursor.
-            let whole_end = format!("{owner}0");
-            let counted = match group {
-                Some(_) => {
-                    let index = GROUP_EVENTS.definition();
-                    count_keys(txn, index, &start, &whole_end)?
+                    })?;
+                    // The total counts the whole list, not what follows the cursor.
+                    (
+                        ids,
+                        count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
+                    )
                 }
-                None => count_keys(txn, EVENTS.definition(), &start, &whole_end)?,
             };
             Ok::<_, StoreError>((events_of(txn, &org, ids)?, counted))
         })

@@ -16,14 +16,15 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::api::group_id;
-use super::db::{self, GROUP_EVENTS, group_event_key};
+use super::db;
 use super::event::ErrorEvent;
 use super::event_db::EVENTS;
+use super::group_events;
 use crate::auth::Viewer;
 use crate::http::ApiError;
 use crate::http::page::PageRequest;
 use crate::http::problems;
-use crate::store::{Store, StoreError, WalkBounds, tables, walk_backwards};
+use crate::store::{Store, StoreError, tables};
 
 /// Newest events of a group read for its tag distribution.
 pub const MAX_SAMPLED_EVENTS: usize = 5_000;
@@ -76,15 +77,8 @@ pub(super) async fn group_tags(
             let Some(group) = db::get_group(txn, &org, &id)? else {
                 return Ok::<_, StoreError>(None);
             };
-            let start = group_event_key(org.as_str(), group.id.as_str(), "");
-            let end = format!("{}0", start.trim_end_matches('/'));
-            let mut ids = Vec::new();
-            let table = GROUP_EVENTS.definition();
-            let bounds = WalkBounds::rows(MAX_SAMPLED_EVENTS);
-            walk_backwards(txn, table, (&start, &end), bounds, |key, _| {
-                ids.push(key[start.len()..].to_string());
-                Ok::<_, StoreError>(true)
-            })?;
+            let (org_id, group_id) = (org.as_str(), group.id.as_str());
+            let ids = group_events::newest(txn, org_id, group_id, None, MAX_SAMPLED_EVENTS)?;
             let mut tally = Tally::default();
             for event_id in ids {
                 let key = tables::composite_key(org.as_str(), &event_id);

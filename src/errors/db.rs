@@ -1,7 +1,7 @@
 //! Error groups in redb: the group records, the fingerprint → group index, the last-seen
-//! order, the users and the events of each group (a group is found under the current
-//! fingerprint, else under the version 1 one it was stored with); and `Grouping`, which assigns the events of
-//! one write transaction to their groups.
+//! order and the users of each group (a group is found under the current fingerprint, else
+//! under the version 1 one it was stored with); and `Grouping`, which assigns the events of one
+//! write transaction to their groups and records each under its group (`group_events.rs`).
 //!
 //! Invariants: everything here is written inside the transaction that stores the events, so
 //! an event and its group's counts commit together or not at all (the group-commit writer may
@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::event::ErrorEvent;
 use super::fingerprint::{self, Fingerprint, Inputs};
+use super::group_events;
 use super::model::{ErrorGroup, GroupId};
 use crate::accounts::model::OrgId;
 use crate::store::tables::time_key;
@@ -25,7 +26,6 @@ pub const GROUPS: RecordTable<ErrorGroup> = RecordTable::new(tables::ERROR_GROUP
 pub const GROUP_FINGERPRINTS: IndexTable = IndexTable::new(tables::GROUP_FINGERPRINTS);
 pub const GROUP_LAST_SEEN: IndexTable = IndexTable::new(tables::GROUP_LAST_SEEN);
 pub const GROUP_USERS: IndexTable = IndexTable::new(tables::GROUP_USERS);
-pub const GROUP_EVENTS: IndexTable = IndexTable::new(tables::GROUP_EVENTS);
 
 pub fn group_key(org: &OrgId, id: &GroupId) -> String {
     tables::composite_key(org.as_str(), id.as_str())
@@ -112,8 +112,8 @@ fn culprit_of(event: &ErrorEvent) -> Option<String> {
 }
 
 /// Groups touched by one batch, written back once each by `finish`. Holds the group-users
-/// and group-events tables open for the batch (`IndexWriter`): nothing else may open them
-/// until `finish`.
+/// and unfolded group-events tables open for the batch (`IndexWriter`): nothing else may open
+/// them until `finish`.
 pub struct Grouping<'a, 't> {
     org: &'a OrgId,
     /// Fingerprint -> group id: several fingerprints may name one group (a version 1 group
@@ -132,7 +132,7 @@ impl<'a, 't> Grouping<'a, 't> {
             found: HashMap::new(),
             touched: HashMap::new(),
             users: GROUP_USERS.writer(txn)?,
-            events: GROUP_EVENTS.writer(txn)?,
+            events: group_events::UNFOLDED.writer(txn)?,
         })
     }
 
@@ -195,14 +195,16 @@ impl<'a, 't> Grouping<'a, 't> {
             None => false,
         };
         group.fold(event, new_user);
-        let event_key = group_event_key(org.as_str(), group.id.as_str(), event.id.as_str());
-        self.events.insert(&event_key, "")?;
+        let (group_id, event_id) = (group.id.as_str(), event.id.as_str());
+        group_events::record(&mut self.events, org.as_str(), group_id, event_id)?;
         Ok((group.id.clone(), opened))
     }
 
-    /// Writes every touched group and moves its last-seen row; returns the groups.
+    /// Writes every touched group and moves its last-seen row; folds the group-event rows when
+    /// enough wait (`group_events::fold_if_due`); returns the groups.
     pub fn finish(self, txn: &WriteTransaction) -> Result<Vec<ErrorGroup>, StoreError> {
         drop((self.users, self.events));
+        group_events::fold_if_due(txn)?;
         let mut groups = Vec::with_capacity(self.touched.len());
         for (_, (group, old_row)) in self.touched {
             let row = last_seen_key(self.org, &group);
@@ -250,8 +252,7 @@ pub fn forget_event(
     group: &str,
     event: &str,
 ) -> Result<(), StoreError> {
-    GROUP_EVENTS.remove(txn, &group_event_key(org, group, event))?;
-    Ok(())
+    group_events::forget(txn, org, group, event)
 }
 
 fn corrupt(detail: &str) -> StoreError {

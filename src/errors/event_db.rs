@@ -366,7 +366,8 @@ mod tests {
         let aged = ages::expired(&txn, (Timestamp(i64::MAX), &[EVENT_AGE]), 100).unwrap();
         assert_eq!(aged.len(), 4);
         assert_eq!(rows(tables::TELEMETRY_AGES), 2, "one bundle per batch here");
-        assert_eq!(rows(tables::GROUP_EVENTS), 4);
+        assert_eq!(rows(tables::GROUP_EVENTS_UNFOLDED), 4, "folded later");
+        assert_eq!(rows(tables::GROUP_EVENTS), 0);
         assert_eq!(rows(tables::GROUP_USERS), 4);
     }
 

@@ -32,6 +32,7 @@ mod event;
 mod event_db;
 mod failure;
 mod fingerprint;
+mod group_events;
 mod model;
 mod regroup;
 mod resolve;

@@ -28,10 +28,11 @@ use redb::{ReadTransaction, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 
-use super::db::{self, GROUP_EVENTS, GROUP_LAST_SEEN, Grouping};
+use super::db::{self, GROUP_LAST_SEEN, Grouping};
 use super::event::ErrorEvent;
 use super::event_db::EVENTS;
 use super::fingerprint::Fingerprint;
+use super::group_events;
 use super::model::GroupId;
 use super::resolve;
 use super::search::Search;
@@ -287,17 +288,7 @@ fn leave_group(
         old.unfold(event);
         db::forget_event(txn, org.as_str(), old_id.as_str(), event.id.as_str())?;
     }
-    let remaining = format!("{}/{}/", org.as_str(), old_id.as_str());
-    let empty = GROUP_EVENTS
-        .scan(
-            txn,
-            Scan {
-                prefix: &remaining,
-                after: None,
-                limit: 1,
-            },
-        )?
-        .is_empty();
+    let empty = !group_events::has_events(txn, org.as_str(), old_id.as_str())?;
     if !empty || old.merged_into.is_some() {
         return db::put_group(txn, org, &old);
     }

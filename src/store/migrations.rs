@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 16;
+pub const CURRENT_VERSION: u32 = 17;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -113,6 +113,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 16,
         description: "SSO configuration, domain, link and used-nonce tables",
         apply: create_sso_tables,
+    },
+    Migration {
+        version: 17,
+        description: "group events waiting to be folded",
+        apply: create_unfolded_group_events_table,
     },
 ];
 
@@ -403,6 +408,11 @@ fn create_sso_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// The untyped definition of a record table, for migrations that must not depend on record types.
+fn create_unfolded_group_events_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(IndexTable::new(tables::GROUP_EVENTS_UNFOLDED).definition())?;
+    Ok(())
+}
+
 fn record_table(name: &'static str) -> TableDefinition<'static, &'static str, &'static [u8]> {
     TableDefinition::new(name)
 }

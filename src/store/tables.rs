@@ -130,6 +130,7 @@ pub const ALL: &[TableSpec] = &[
     text(GROUP_LAST_SEEN),
     text(GROUP_USERS),
     text(GROUP_EVENTS),
+    text(GROUP_EVENTS_UNFOLDED),
     bytes(INBOUND_TOKENS),
     text(INBOUND_TOKEN_DIGESTS),
     bytes(DEPLOYMENTS),
@@ -231,8 +232,11 @@ pub const GROUP_FINGERPRINTS: &str = "orgid_fingerprint_groupid";
 pub const GROUP_LAST_SEEN: &str = "orgid_lastseen_groupid";
 /// `{org_id}/{group_id}/{SHA-256 of the user id, 32 hex}` -> "": the users of a group.
 pub const GROUP_USERS: &str = "orgid_groupid_userdigest";
-/// `{org_id}/{group_id}/{event_id}` -> "": the stored events of a group.
+/// `{org_id}/{group_id}/{event_id}` -> "": the stored events of a group (folded).
 pub const GROUP_EVENTS: &str = "orgid_groupid_eventid";
+/// `{org_id}/{event_id}` -> group id: the stored events of each group not yet folded into
+/// `GROUP_EVENTS` (`errors/group_events.rs`).
+pub const GROUP_EVENTS_UNFOLDED: &str = "orgid_eventid_groupid";
 
 // Inbound events, deployments, builds and incidents (alerting).
 

@@ -168,20 +168,30 @@ fn frames_resolve_through_an_esbuild_map_at_ingest_and_on_read() {
             "name": "TypeError", "stack": BUNDLE_STACK, "url": "https://shop.example.com/",
             "release": release})
     };
-    // Before its map: stored unresolved.
+    // Before its map: stored unresolved. A release 3.0 event of the same minified frames
+    // shares the group, so that group keeps an event when the release 2.0 one moves out.
     accepted(&post(
         &server,
         "/ingest/web-errors",
-        &json!({"events": [event("2.0")]}),
+        &json!({"events": [event("2.0"), event("3.0")]}),
     ));
+    let first = |items: &Value, release: &str| {
+        let items = items.as_array().unwrap();
+        let found = items.iter().find(|e| e["release"] == release);
+        found.unwrap().clone()
+    };
     let before = read(&server, &key, "/api/v1/errors");
-    assert!(before["items"][0]["frames"][0].get("resolved").is_none());
+    assert!(
+        first(&before["items"], "2.0")["frames"][0]
+            .get("resolved")
+            .is_none()
+    );
 
     // The map is uploaded by path; the event read again is resolved on read.
     let upload = json!({"release": "2.0", "file": "/assets/app.min.js", "sourcemap": MAP});
     assert_eq!(post(&server, "/ingest/sourcemaps", &upload).status, 201);
-    let after = read(&server, &key, "/api/v1/errors");
-    let resolved = &after["items"][0]["frames"][0]["resolved"];
+    let after = first(&read(&server, &key, "/api/v1/errors")["items"], "2.0");
+    let resolved = &after["frames"][0]["resolved"];
     assert_eq!(resolved["file"], "src/cart.js");
     assert_eq!(resolved["line"], 5);
     assert_eq!(resolved["function"], "total");
@@ -191,28 +201,17 @@ fn frames_resolve_through_an_esbuild_map_at_ingest_and_on_read() {
             .unwrap()
             .contains("item.price.amount")
     );
-    assert_eq!(
-        after["items"][0]["frames"][1]["resolved"]["function"],
-        "checkout"
-    );
+    assert_eq!(after["frames"][1]["resolved"]["function"], "checkout");
 
-    // After its map: resolved at ingest; another release's map does not apply.
+    // After its map: resolved at ingest (the newest 2.0 event); another release's map does not
+    // apply.
     accepted(&post(
         &server,
         "/ingest/web-errors",
-        &json!({"events": [event("2.0"), event("3.0")]}),
+        &json!({"events": [event("2.0")]}),
     ));
-    let items = read(&server, &key, "/api/v1/errors")["items"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let by_release = |release: &str| {
-        items
-            .iter()
-            .find(|e| e["release"] == release)
-            .unwrap()
-            .clone()
-    };
+    let items = read(&server, &key, "/api/v1/errors")["items"].clone();
+    let by_release = |release: &str| first(&items, release);
     assert_eq!(by_release("2.0")["frames"][0]["resolved"]["line"], 5);
     assert!(by_release("3.0")["frames"][0].get("resolved").is_none());
     // Grouped through the map where one exists: the release 2.0 events share a group (the first
@@ -233,4 +232,74 @@ fn frames_resolve_through_an_esbuild_map_at_ingest_and_on_read() {
         },
     );
     assert_ne!(mapped, other);
+}
+
+/// A group's events are recorded apart from the group's index until 4,096 wait, then moved
+/// there together (a fold): the group's event list, its total and its tags read both, so
+/// every event is listed once, newest first, across the fold, its pages and a restart.
+#[test]
+fn a_group_lists_every_event_once_across_the_fold() {
+    let mut server = ingest_server(&[]);
+    let key = owner_key(&server);
+    // 4,300 events in two groups, one after the other: the 4,096th folds what waits.
+    let mut sent = 0;
+    for _ in 0..43 {
+        let events: Vec<Value> = (0..100)
+            .map(|n| match n % 2 {
+                0 => error("user 1 not found", STACK_A, "1.0", "u-1"),
+                _ => error("payment 1 failed", STACK_B, "1.0", "u-2"),
+            })
+            .collect();
+        let batch = json!({ "events": events });
+        sent += accepted(&post(&server, "/ingest/web-errors", &batch))["accepted"]
+            .as_u64()
+            .unwrap();
+    }
+    assert_eq!(sent, 4_300);
+    let metrics = crate::harness::http()
+        .get(server.url("/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("lookout_group_event_folds_total 1"),
+        "one fold happened"
+    );
+
+    let check = |server: &crate::harness::TestServer| {
+        let listed = groups(server, &key);
+        assert_eq!(listed.len(), 2, "{listed:#?}");
+        for group in &listed {
+            let id = group["id"].as_str().unwrap();
+            let (mut ids, mut cursor) = (Vec::<String>::new(), None::<String>);
+            loop {
+                let mut path = format!("/api/v1/errors?group={id}&limit=500");
+                if let Some(cursor) = &cursor {
+                    path.push_str(&format!("&cursor={cursor}"));
+                }
+                let page = read(server, &key, &path);
+                assert_eq!(page["total"], 2_150, "{id}");
+                assert_eq!(page["total_is_estimate"], false);
+                for item in page["items"].as_array().unwrap() {
+                    assert_eq!(item["group_id"], id);
+                    ids.push(item["id"].as_str().unwrap().to_string());
+                }
+                cursor = page["next_cursor"].as_str().map(str::to_string);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            assert_eq!(ids.len(), 2_150, "every event of {id}");
+            let mut newest_first = ids.clone();
+            newest_first.sort_unstable_by(|a, b| b.cmp(a));
+            newest_first.dedup();
+            assert_eq!(ids, newest_first, "newest first, each once");
+            let tags = read(server, &key, &format!("/api/v1/error-groups/{id}/tags"));
+            assert_eq!(tags["sampled_events"], 2_150, "{tags}");
+        }
+    };
+    check(&server);
+    server.restart();
+    check(&server);
 }
