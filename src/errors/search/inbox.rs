@@ -8,8 +8,8 @@
 //! back to half before its events are queued, so that ingest, for long, runs no faster than
 //! the index takes events, and a batch is left out only when the writer stalled for that long
 //! (`lookout_search_inbox_wait_timeouts_total`). No request waits while the writer catches up
-//! after a start or while a rebuild runs (both can take minutes, and the queue is not the
-//! measure then), and no request fails because of the index.
+//! after a start, reads back or rebuilds (each can take minutes, and takes nothing from the
+//! queue meanwhile), and no request fails because of the index.
 //!
 //! Invariants: the queue never holds more than its bound of live events (events moved to
 //! another group and batches during a rebuild are queued regardless: they are few, and a
@@ -39,6 +39,9 @@ pub struct Inbox {
     any_left_out: AtomicBool,
     /// Set by the writer while a rebuild runs: everything is queued then.
     rebuilding: AtomicBool,
+    /// Set by the writer while it reads left-out events back from redb: it takes nothing from
+    /// the queue meanwhile, so no request waits for room then.
+    reading_back: AtomicBool,
     /// The events handed over and not yet searchable, by session.
     pub unsearched: Unsearched,
     /// Woken whenever the writer brings the queue to half its bound or below.
@@ -57,17 +60,18 @@ impl Inbox {
             left_out: Mutex::new(None),
             any_left_out: AtomicBool::new(false),
             rebuilding: AtomicBool::new(false),
+            reading_back: AtomicBool::new(false),
             unsearched: Unsearched::default(),
             room: tokio::sync::Notify::new(),
         }
     }
 
     /// Queues `bytes` once the queue is at or below half its bound and they fit, waiting at
-    /// most `ROOM_WAIT` for that; past it, or at once while the writer is `catching_up` or
-    /// a rebuild runs, as `admit` does. `false` when the events are to be left out.
+    /// most `ROOM_WAIT` for that; past it, or at once while the writer is `catching_up`,
+    /// reads back or rebuilds, as `admit` does. `false` when the events are to be left out.
     pub async fn admit_paced(&self, bytes: usize, catching_up: bool) -> bool {
         let unpaced = catching_up || bytes == 0 || bytes > self.limit;
-        if unpaced || self.rebuilding.load(Ordering::Acquire) {
+        if unpaced || self.writer_elsewhere() {
             return self.admit(bytes, false);
         }
         let started = Instant::now();
@@ -78,7 +82,7 @@ impl Inbox {
             let mut woken = std::pin::pin!(woken);
             // Registered before the look, so a release between the two is not missed.
             woken.as_mut().enable();
-            if self.rebuilding.load(Ordering::Acquire) {
+            if self.writer_elsewhere() {
                 break self.admit(bytes, false);
             }
             if self.reserve(bytes) {
@@ -186,6 +190,20 @@ impl Inbox {
         if !self.rebuilding.swap(rebuilding, Ordering::AcqRel) && rebuilding {
             self.room.notify_waiters();
         }
+    }
+
+    /// A read-back takes nothing from the queue until it ends: requests already waiting for
+    /// room stop waiting, and none waits until it ends.
+    pub fn set_reading_back(&self, reading_back: bool) {
+        if !self.reading_back.swap(reading_back, Ordering::AcqRel) && reading_back {
+            self.room.notify_waiters();
+        }
+    }
+
+    /// Whether the writer is busy elsewhere than the queue (a rebuild, a read-back), so
+    /// waiting for it to make room would only cost the request its second.
+    fn writer_elsewhere(&self) -> bool {
+        self.rebuilding.load(Ordering::Acquire) || self.reading_back.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(String, u64)>> {
@@ -389,6 +407,31 @@ mod tests {
             "woken by the rebuild, not by its second"
         );
         assert!(paced.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_read_back_ends_the_waits_and_keeps_the_bound() {
+        let inbox = std::sync::Arc::new(Inbox::new(100));
+        assert!(inbox.admit(90, false));
+        let paced = {
+            let inbox = inbox.clone();
+            tokio::spawn(async move { inbox.admit_paced(50, false).await })
+        };
+        assert!(waiting(&paced).await);
+        inbox.set_reading_back(true);
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(paced.is_finished(), "woken by the read-back");
+        assert!(!paced.await.unwrap(), "no room: left out, to be read back");
+        assert!(
+            inbox.admit_paced(10, false).await,
+            "what fits is queued, at once"
+        );
+        assert!(!inbox.admit_paced(1, false).await, "full: left out at once");
+        inbox.set_reading_back(false);
+        inbox.release(60);
+        assert!(inbox.admit_paced(10, false).await);
     }
 
     #[tokio::test]

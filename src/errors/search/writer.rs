@@ -267,6 +267,8 @@ impl Writer {
         let Some((from, left_out_seq)) = self.inbox.take_left_out() else {
             return;
         };
+        // Nothing is taken from the queue until the read-back ends: no request waits for it.
+        self.inbox.set_reading_back(true);
         let oldest = match self.reading_back.take() {
             Some(earlier) if earlier < from => earlier,
             _ => from,
@@ -325,6 +327,7 @@ impl Writer {
                 tracing::error!(%error, "search index read-back failed: the next start catches up");
             }
         }
+        self.inbox.set_reading_back(false);
     }
 
     /// The checkpoint commits may record: held at the oldest event left out of the inbox
