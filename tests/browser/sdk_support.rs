@@ -8,6 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -70,10 +71,13 @@ pub type Statuses = Arc<Mutex<Vec<(String, u16)>>>;
 type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
 /// An HTTP/1.1 server on `127.0.0.1:0` answering through the test's handler, one connection
-/// per request (`Connection: close`); it lives as long as the test process.
+/// per request (`Connection: close`). Dropping it stops it and drops the handler, so a Lookout
+/// server the handler holds (`gate_site`) is stopped with the test, not left running.
 pub struct Site {
     pub addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Site {
@@ -82,14 +86,25 @@ impl Site {
         let addr = listener.local_addr().expect("its address");
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let handler: Handler = Arc::new(handler);
-        let record = seen.clone();
-        std::thread::spawn(move || {
+        let (record, stopping) = (seen.clone(), Arc::new(AtomicBool::new(false)));
+        let stop = stopping.clone();
+        let acceptor = std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
                 let (handler, record) = (handler.clone(), record.clone());
+                // Not joined: a connection the browser opened and never used must not hold the
+                // test; each answer ends with `Connection: close`.
                 std::thread::spawn(move || answer(stream, &handler, &record));
             }
         });
-        Site { addr, seen }
+        Site {
+            addr,
+            seen,
+            stopping,
+            acceptor: Some(acceptor),
+        }
     }
 
     /// `http://127.0.0.1:<port>` (no final slash).
@@ -200,6 +215,17 @@ pub fn forward(lookout: &TestServer, request: &Seen) -> Reply {
     let mut reply = with_cors(Reply::new(status, "application/json", body));
     reply.headers.extend(kept);
     reply
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        // Wakes the acceptor, which then sees `stopping`.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
 }
 
 /// A site that serves `page` at `/` and forwards `/ingest/*` to `lookout`, except that `refuse`
