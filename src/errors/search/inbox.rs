@@ -389,8 +389,9 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_rebuild_that_begins_ends_the_waits() {
+    /// With 90 of 100 queued, a request of 50 waits; `flip` happens. What the request got, if
+    /// `flip` woke it (`None` while it still waits for its second).
+    async fn waiter_after(flip: impl FnOnce(&Inbox)) -> (std::sync::Arc<Inbox>, Option<bool>) {
         let inbox = std::sync::Arc::new(Inbox::new(100));
         assert!(inbox.admit(90, false));
         let paced = {
@@ -398,32 +399,35 @@ mod tests {
             tokio::spawn(async move { inbox.admit_paced(50, false).await })
         };
         assert!(waiting(&paced).await);
-        inbox.set_rebuilding(true);
+        flip(&inbox);
         for _ in 0..100 {
             tokio::task::yield_now().await;
         }
-        assert!(
-            paced.is_finished(),
+        let admitted = match paced.is_finished() {
+            true => Some(paced.await.unwrap()),
+            false => None,
+        };
+        (inbox, admitted)
+    }
+
+    #[tokio::test]
+    async fn a_rebuild_that_begins_ends_the_waits() {
+        let (_, admitted) = waiter_after(|inbox| inbox.set_rebuilding(true)).await;
+        assert_eq!(
+            admitted,
+            Some(true),
             "woken by the rebuild, not by its second"
         );
-        assert!(paced.await.unwrap());
     }
 
     #[tokio::test]
     async fn a_read_back_ends_the_waits_and_keeps_the_bound() {
-        let inbox = std::sync::Arc::new(Inbox::new(100));
-        assert!(inbox.admit(90, false));
-        let paced = {
-            let inbox = inbox.clone();
-            tokio::spawn(async move { inbox.admit_paced(50, false).await })
-        };
-        assert!(waiting(&paced).await);
-        inbox.set_reading_back(true);
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-        assert!(paced.is_finished(), "woken by the read-back");
-        assert!(!paced.await.unwrap(), "no room: left out, to be read back");
+        let (inbox, admitted) = waiter_after(|inbox| inbox.set_reading_back(true)).await;
+        assert_eq!(
+            admitted,
+            Some(false),
+            "woken by the read-back; no room: left out, to be read back"
+        );
         assert!(
             inbox.admit_paced(10, false).await,
             "what fits is queued, at once"
