@@ -15,7 +15,12 @@
 //! LOOKOUT_BENCH_RATE the paced rate in events/s (half the fill rate). After the sweep, ingest
 //! goes on at that rate for as long as the sweep took: the control its p99 is compared with.
 //! The paced phases stop early (and say so) when the free disk falls below 4 GB.
-//! The store lives in a temporary directory, deleted at the end.
+//! The store lives in a temporary directory, deleted at the end, unless LOOKOUT_BENCH_DATA
+//! names a directory: the store is then built there and kept, with the number of its next event
+//! in `<dir>/next-event`. A later run on a directory that holds a kept store builds nothing: it only
+//! ingests at LOOKOUT_BENCH_RATE (15,500) for LOOKOUT_BENCH_SECONDS (20) on it, at rest, and
+//! prints the request p50/p99 with the store writer's commits (per second, mean time, busy
+//! share): a minute's measurement of the large store instead of the whole run's half hour.
 
 mod support;
 
@@ -316,11 +321,73 @@ fn report(phase: &str, latencies: &[f64], seconds: f64) {
     );
 }
 
+/// The file of a kept store (LOOKOUT_BENCH_DATA) that holds the number of its next event.
+const COUNT_FILE: &str = "next-event";
+
+/// The store writer's commits so far: count, seconds, writes.
+fn commits(base: &str) -> [f64; 3] {
+    [
+        "lookout_store_commits_total",
+        "lookout_store_commit_seconds_sum",
+        "lookout_store_commit_batch_size_sum",
+    ]
+    .map(|name| metric(base, name))
+}
+
+/// Paced ingest on a kept store, with the server's clock where the full run left it.
+fn at_rest(root: &Path) {
+    let count = root.join(COUNT_FILE);
+    let first: usize = std::fs::read_to_string(&count)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .expect("the kept store's next event number");
+    let data_dir = root.join("data");
+    let (server, base, took) = start_until_healthy(&data_dir, &env(&[SWEEP]));
+    println!(
+        "kept store (next event n{first}, {:.2} GB): /healthz in {} ms",
+        disk_bytes(&data_dir).1 as f64 / 1e9,
+        took.as_millis()
+    );
+    while health(&base).is_some_and(|health| health["search"] == "catching_up") {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rate = env_number("LOOKOUT_BENCH_RATE", 15_500) as f64;
+    let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
+    let disk = DiskGuard::new(&data_dir);
+    let before = commits(&base);
+    let began = Instant::now();
+    let latencies = paced(&base, first, rate, || {
+        began.elapsed().as_secs_f64() > seconds || disk.low()
+    });
+    let took = began.elapsed().as_secs_f64();
+    let after = commits(&base);
+    let [n, busy, writes] = [0, 1, 2].map(|at| after[at] - before[at]);
+    report(&format!("at {rate:.0} events/s, at rest"), &latencies, took);
+    println!(
+        "store commits: {:.1}/s, mean {:.2} ms, writer busy {:.0} %, {:.2} writes each",
+        n / took,
+        busy / n * 1e3,
+        busy / took * 100.0,
+        writes / n
+    );
+    stop(server);
+    let stored = first + latencies.len() * PER_PACED_REQUEST;
+    std::fs::write(&count, stored.to_string()).unwrap();
+}
+
 fn main() {
+    let kept = std::env::var_os("LOOKOUT_BENCH_DATA").map(std::path::PathBuf::from);
+    if let Some(root) = &kept
+        && root.join(COUNT_FILE).exists()
+    {
+        return at_rest(root);
+    }
     let temp = tempfile::tempdir().unwrap();
-    let events = choose_events(temp.path());
+    let root = kept.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    std::fs::create_dir_all(&root).unwrap();
+    let events = choose_events(&root);
     let expiring = EXPIRING.min(events);
-    let data_dir = temp.path().join("data");
+    let data_dir = root.join("data");
     let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
     let session = sign_in_owner(&data_dir, &base);
     let key = api_key(&base, &session);
@@ -422,5 +489,10 @@ fn main() {
             change * 100.0
         );
     }
-    drop(server);
+    stop(server);
+    if let Some(root) = kept {
+        let stored = first + after.len() * PER_PACED_REQUEST;
+        std::fs::write(root.join(COUNT_FILE), stored.to_string()).unwrap();
+        println!("store kept in {} (next event n{stored})", root.display());
+    }
 }
