@@ -322,7 +322,19 @@ fn report(phase: &str, latencies: &[f64], seconds: f64) {
 }
 
 /// The file of a kept store (LOOKOUT_BENCH_DATA) that holds the number of its next event.
-const COUNT_FILE: &str = "next-event";
+const NEXT_EVENT_FILE: &str = "next-event";
+
+/// Records `next` as the kept store's next event number.
+fn keep_next_event(root: &Path, next: usize) {
+    std::fs::write(root.join(NEXT_EVENT_FILE), next.to_string()).unwrap();
+}
+
+/// Waits while the index catches up after a start (`"search":"catching_up"` in `/healthz`).
+fn wait_for_catch_up(base: &str) {
+    while health(base).is_some_and(|health| health["search"] == "catching_up") {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
 
 /// The store writer's commits so far: count, seconds, writes.
 fn commits(base: &str) -> [f64; 3] {
@@ -336,8 +348,7 @@ fn commits(base: &str) -> [f64; 3] {
 
 /// Paced ingest on a kept store, with the server's clock where the full run left it.
 fn at_rest(root: &Path) {
-    let count = root.join(COUNT_FILE);
-    let first: usize = std::fs::read_to_string(&count)
+    let first: usize = std::fs::read_to_string(root.join(NEXT_EVENT_FILE))
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .expect("the kept store's next event number");
@@ -348,9 +359,7 @@ fn at_rest(root: &Path) {
         disk_bytes(&data_dir).1 as f64 / 1e9,
         took.as_millis()
     );
-    while health(&base).is_some_and(|health| health["search"] == "catching_up") {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_catch_up(&base);
     let rate = env_number("LOOKOUT_BENCH_RATE", 15_500) as f64;
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
     let disk = DiskGuard::new(&data_dir);
@@ -371,14 +380,13 @@ fn at_rest(root: &Path) {
         writes / n
     );
     stop(server);
-    let stored = first + latencies.len() * PER_PACED_REQUEST;
-    std::fs::write(&count, stored.to_string()).unwrap();
+    keep_next_event(root, first + latencies.len() * PER_PACED_REQUEST);
 }
 
 fn main() {
     let kept = std::env::var_os("LOOKOUT_BENCH_DATA").map(std::path::PathBuf::from);
     if let Some(root) = &kept
-        && root.join(COUNT_FILE).exists()
+        && root.join(NEXT_EVENT_FILE).exists()
     {
         return at_rest(root);
     }
@@ -434,9 +442,7 @@ fn main() {
     // The paced phases measure a store at rest, not a recovery: the catch-up after the crash
     // (the checkpoint's margin, `CATCH_UP_MARGIN_MS`, reaches back into the fill) ends first.
     let recovering = Instant::now();
-    while health(&base).is_some_and(|health| health["search"] == "catching_up") {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_catch_up(&base);
     println!(
         "kill -9: the index caught up {} events in {:.1} s after /healthz",
         metric(&base, "lookout_search_catch_up_events_total"),
@@ -491,8 +497,8 @@ fn main() {
     }
     stop(server);
     if let Some(root) = kept {
-        let stored = first + after.len() * PER_PACED_REQUEST;
-        std::fs::write(root.join(COUNT_FILE), stored.to_string()).unwrap();
-        println!("store kept in {} (next event n{stored})", root.display());
+        let next = first + after.len() * PER_PACED_REQUEST;
+        keep_next_event(&root, next);
+        println!("store kept in {} (next event n{next})", root.display());
     }
 }
