@@ -111,7 +111,7 @@ fn main() {
                 event(index, Timestamp(now.unix_millis() - age))
             })
             .collect();
-        let mut batch = lookout::errors::EventBatch::new(events);
+        let mut batch = lookout::errors::EventBatch::new(&org.id, events);
         let org = org.id.clone();
         runtime
             .block_on(

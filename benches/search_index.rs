@@ -73,7 +73,7 @@ fn main() {
     let started = Instant::now();
     for chunk in (0..count).collect::<Vec<_>>().chunks(100) {
         let events: Vec<_> = chunk.iter().map(|index| event(*index, now)).collect();
-        let mut batch = lookout::errors::EventBatch::new(events);
+        let mut batch = lookout::errors::EventBatch::new(&org_id, events);
         let org = org_id.clone();
         runtime
             .block_on(

@@ -20,7 +20,7 @@ use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
 use crate::store::ages::{self, Kind};
 use crate::store::codec::{Encoded, decode};
-use crate::store::{IndexTable, ReadTxn, RecordTable, StoreError, tables};
+use crate::store::{IndexTable, ReadTxn, RecordTable, StoreError, dictionaries, tables};
 
 /// The age index tag of a error event (in stored keys: never changes).
 pub const EVENT_AGE: Kind = Kind::new("evt");
@@ -48,18 +48,20 @@ pub struct EventBatch {
 pub struct ReturnedEvents(oneshot::Receiver<Vec<ErrorEvent>>);
 
 impl EventBatch {
-    /// A batch whose events are dropped with it.
-    pub fn new(events: Vec<ErrorEvent>) -> EventBatch {
+    /// A batch of `org`'s events, dropped with it.
+    pub fn new(org: &OrgId, events: Vec<ErrorEvent>) -> EventBatch {
         let fingerprints = super::shapes::fingerprints(&events);
-        // An event without a group yet (as every new one is) is encoded now; one that has a
-        // group (a test's) or cannot be encoded is encoded whole by the write.
+        // An event without a group yet (as every new one is) is encoded now, with the org's
+        // dictionary when it has one (`dictionary.rs`); one that has a group (a test's) or
+        // cannot be encoded is encoded whole by the write.
+        let dictionary = dictionaries::current(org.as_str());
         let encoded = events
             .iter()
             .map(|event| {
                 event
                     .group_id
                     .is_none()
-                    .then(|| Encoded::new(event).ok())
+                    .then(|| Encoded::with_dictionary(event, dictionary).ok())
                     .flatten()
             })
             .collect();
@@ -72,9 +74,9 @@ impl EventBatch {
     }
 
     /// A batch whose events are sent to the returned receiver when it is dropped.
-    pub fn returning(events: Vec<ErrorEvent>) -> (EventBatch, ReturnedEvents) {
+    pub fn returning(org: &OrgId, events: Vec<ErrorEvent>) -> (EventBatch, ReturnedEvents) {
         let (home, arrival) = oneshot::channel();
-        let mut batch = EventBatch::new(events);
+        let mut batch = EventBatch::new(org, events);
         batch.home = Some(home);
         (batch, ReturnedEvents(arrival))
     }
@@ -321,19 +323,25 @@ mod tests {
             crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
         };
         let txn = database.begin_write().unwrap();
-        let mut first = EventBatch::new(vec![
-            event(Some("a"), "u1", "boom 1"),
-            event(Some("a"), "u1", "boom 2"),
-            event(None, "u2", "boom 3"),
-            event(Some("b"), "u1", "other"),
-        ]);
+        let mut first = EventBatch::new(
+            &org,
+            vec![
+                event(Some("a"), "u1", "boom 1"),
+                event(Some("a"), "u1", "boom 2"),
+                event(None, "u2", "boom 3"),
+                event(Some("b"), "u1", "other"),
+            ],
+        );
         let stored = store_events(&txn, &org, &mut first).unwrap();
         assert_eq!(stored.indexes().collect::<Vec<_>>(), [0, 2, 3]);
         assert_eq!(stored.accepted(), 4);
-        let mut again = EventBatch::new(vec![
-            event(Some("b"), "u3", "boom 4"),
-            event(None, "u3", "boom 5"),
-        ]);
+        let mut again = EventBatch::new(
+            &org,
+            vec![
+                event(Some("b"), "u3", "boom 4"),
+                event(None, "u3", "boom 5"),
+            ],
+        );
         let stored_again = store_events(&txn, &org, &mut again).unwrap();
         assert_eq!(stored_again.indexes().collect::<Vec<_>>(), [1]);
 
@@ -377,7 +385,7 @@ mod tests {
         let org = OrgId::generate();
         let item = json!({"level": "error", "message": "boom", "url": "u", "event_id": "e"});
         let event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
-        let (mut batch, returned) = EventBatch::returning(vec![event.clone(), event]);
+        let (mut batch, returned) = EventBatch::returning(&org, vec![event.clone(), event]);
         let txn = database.begin_write().unwrap();
         let stored = store_events(&txn, &org, &mut batch).unwrap();
         let grouped = batch.events().to_vec();

@@ -27,6 +27,7 @@ mod api_events;
 mod api_list;
 mod api_tags;
 mod db;
+mod dictionary;
 mod engines;
 mod event;
 mod event_db;

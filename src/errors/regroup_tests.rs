@@ -30,7 +30,7 @@ fn event(engine: &str, release: &str) -> ErrorEvent {
 
 fn store(database: &Database, org: &OrgId, events: Vec<ErrorEvent>) -> Vec<ErrorEvent> {
     let txn = database.begin_write().unwrap();
-    let mut batch = EventBatch::new(events);
+    let mut batch = EventBatch::new(org, events);
     store_events(&txn, org, &mut batch).unwrap();
     txn.commit().unwrap();
     batch.events().to_vec()

@@ -122,7 +122,7 @@ mod tests {
             .map(|_| crate::ingest::web_errors::parse_event(&item, now, None).unwrap())
             .collect();
         let txn = database.begin_write().unwrap();
-        let mut batch = EventBatch::new(events.clone());
+        let mut batch = EventBatch::new(&org, events.clone());
         crate::errors::event_db::store_events(&txn, &org, &mut batch).unwrap();
         assert_eq!(
             old_rows(&txn, &org, "s-1", 10).unwrap(),

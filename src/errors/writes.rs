@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use super::dictionary::Trainer;
 use super::event_db::{EventBatch, StoredEvents, store_batches};
 use crate::accounts::model::OrgId;
+use crate::clock::Timestamp;
 use crate::store::{Store, StoreError};
 
 /// The most events one combined write takes (it takes at least one batch, however large).
@@ -32,6 +34,8 @@ pub struct EventWrites {
 struct Inner {
     store: Store,
     queue: Mutex<Queue>,
+    /// Counts each org's stored events and trains its record dictionary when due.
+    dictionaries: Arc<Trainer>,
 }
 
 #[derive(Default)]
@@ -53,6 +57,7 @@ impl EventWrites {
             inner: Arc::new(Inner {
                 store,
                 queue: Mutex::new(Queue::default()),
+                dictionaries: Arc::default(),
             }),
         }
     }
@@ -123,6 +128,19 @@ async fn drain(inner: Arc<Inner>) {
             answers.push((done, at, orgs[at].1.len()));
             orgs[at].1.push(batch);
         }
+        // Each org's events and newest arrival, for its dictionary's training.
+        let counts: Vec<(OrgId, u64, Timestamp)> = orgs
+            .iter()
+            .map(|(org, batches)| {
+                let events = batches.iter().flat_map(EventBatch::events);
+                let newest = events.clone().map(|event| event.received_at).max();
+                let count = batches
+                    .iter()
+                    .map(|batch| batch.events().len() as u64)
+                    .sum();
+                (org.clone(), count, newest.unwrap_or(Timestamp(0)))
+            })
+            .collect();
         let written = inner
             .store
             .write(move |txn| {
@@ -133,6 +151,11 @@ async fn drain(inner: Arc<Inner>) {
             .await;
         match written {
             Ok(mut stored) => {
+                for (org, count, newest) in &counts {
+                    inner
+                        .dictionaries
+                        .stored(&inner.store, org, *count, *newest);
+                }
                 for (done, org, batch) in answers {
                     let answer = std::mem::take(&mut stored[org][batch]);
                     let _ = done.send(Ok(answer));
@@ -192,7 +215,11 @@ mod tests {
                     let mut events: Vec<ErrorEvent> =
                         (0..10).map(|n| event(&format!("r{request}-{n}"))).collect();
                     events.push(event("shared"));
-                    tokio::spawn(async move { writes.write(org, EventBatch::new(events)).await })
+                    tokio::spawn(async move {
+                        writes
+                            .write(org.clone(), EventBatch::new(&org, events))
+                            .await
+                    })
                 })
                 .collect();
             let mut answers = Vec::new();

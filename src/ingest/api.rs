@@ -254,8 +254,9 @@ pub(super) async fn store_error_events(
     let events = crate::errors::resolve_batch(ingest.store(), &org, events).await?;
     // Fingerprints here, so that the store's one writer thread only looks up and writes. The
     // write closure owns the batch; its events come back once the writer dropped it.
+    let batch_org = org.clone();
     let (to_store, returned) = ingest
-        .cpu_work(move || crate::errors::EventBatch::returning(events))
+        .cpu_work(move || crate::errors::EventBatch::returning(&batch_org, events))
         .await?;
     // Taken before the write: the index learns of every write that may commit events.
     let ticket = crate::errors::index_ticket(search)?;

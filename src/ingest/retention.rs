@@ -150,7 +150,7 @@ mod tests {
             .map(|_| super::super::web_errors::parse_event(&item, NOW, None).unwrap())
             .collect();
         let txn = database.begin_write().unwrap();
-        let mut batch = crate::errors::EventBatch::new(events);
+        let mut batch = crate::errors::EventBatch::new(&org, events);
         crate::errors::store_events(&txn, &org, &mut batch).unwrap();
         let cutoff = retention_cutoff(NOW, Duration::from_secs(86_400));
         let mut rounds = Vec::new();
@@ -198,10 +198,10 @@ mod tests {
             "name": "load", "start_time": NOW.0 - 5 * DAY, "duration_ms": 3, "service": "web",
             "session_id": "s-1"});
         let txn = database.begin_write().unwrap();
-        let mut batch = crate::errors::EventBatch::new(vec![
-            event("old", NOW.0 - 2 * DAY),
-            event("new", NOW.0),
-        ]);
+        let mut batch = crate::errors::EventBatch::new(
+            &org,
+            vec![event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
+        );
         crate::errors::store_events(&txn, &org, &mut batch).unwrap();
         let parsed =
             [old_session, new_session].map(|s| sessions::parse_session(&s, NOW, None).unwrap());

@@ -5,8 +5,10 @@
 //! whose JSON is longer than `COMPRESS_ABOVE`; version 3 is a short tag (at most 255 bytes)
 //! followed by a version 1 or 2 record, for records encoded before the tag was known (an
 //! error event is encoded on a request's thread, its group id is known only inside the write;
-//! `Record::attach_tag` puts the tag back on decoding). All decode, so records written before
-//! compression existed read as they are. Records evolve by adding `#[serde(default)]` fields;
+//! `Record::attach_tag` puts the tag back on decoding); version 4 is the id of a dictionary
+//! (8 bytes, little-endian) followed by JSON compressed with it (`dictionaries.rs`: records of
+//! an owner with a trained dictionary, whatever their length). All decode, so records written
+//! before compression existed read as they are. Records evolve by adding `#[serde(default)]` fields;
 //! a change that cannot be expressed that way gets a migration, never a silent
 //! reinterpretation of old bytes.
 
@@ -16,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
+use super::dictionaries::{self, Dictionary};
 
 /// Version byte of records stored as plain JSON.
 pub const CODEC_VERSION: u8 = 1;
@@ -23,7 +26,9 @@ pub const CODEC_VERSION: u8 = 1;
 pub const CODEC_VERSION_ZSTD: u8 = 2;
 /// Version byte of a tag followed by a record of version 1 or 2.
 pub const CODEC_VERSION_TAGGED: u8 = 3;
-/// JSON longer than this is compressed. An error event (a stack, a URL, tags) is about 2 KB
+/// Version byte of records compressed with a stored dictionary.
+pub const CODEC_VERSION_DICTIONARY: u8 = 4;
+/// JSON longer than this is compressed (without a dictionary). An error event (a stack, a URL, tags) is about 2 KB
 /// of JSON and about a third of that compressed: more records to a page and fewer bytes to
 /// write and sync; short records would gain little and pay the frame's header.
 pub const COMPRESS_ABOVE: usize = 768;
@@ -58,8 +63,16 @@ impl<R: Record> Encoded<R> {
     /// `record` encoded as `encode` does; its own copy of what the tag will say is left out by
     /// the caller (it is put back by `Record::attach_tag`).
     pub fn new(record: &R) -> Result<Encoded<R>, StoreError> {
+        Encoded::with_dictionary(record, None)
+    }
+
+    /// `new`, compressed with `dictionary` when there is one (`encode_with`).
+    pub fn with_dictionary(
+        record: &R,
+        dictionary: Option<&'static Dictionary>,
+    ) -> Result<Encoded<R>, StoreError> {
         Ok(Encoded {
-            bytes: encode(record)?,
+            bytes: encode_with(record, dictionary)?,
             record: std::marker::PhantomData,
         })
     }
@@ -79,24 +92,46 @@ impl<R: Record> Encoded<R> {
 }
 
 pub fn encode<R: Record>(record: &R) -> Result<Vec<u8>, StoreError> {
+    encode_with(record, None)
+}
+
+/// `encode`, but with `dictionary` (version 4) when there is one.
+pub fn encode_with<R: Record>(
+    record: &R,
+    dictionary: Option<&'static Dictionary>,
+) -> Result<Vec<u8>, StoreError> {
     let mut bytes = Vec::with_capacity(256);
     bytes.push(CODEC_VERSION);
     serde_json::to_writer(&mut bytes, record).map_err(|err| StoreError::Corrupt {
         what: R::KIND,
         detail: format!("cannot encode: {err}"),
     })?;
+    let cannot = |err: std::io::Error| StoreError::Corrupt {
+        what: R::KIND,
+        detail: format!("cannot compress: {err}"),
+    };
+    // A `Vec` given to zstd as a write buffer is written from its start, so the frame is
+    // compressed on its own and appended after the header.
+    if let Some(dictionary) = dictionary {
+        let mut compressed = DICTIONARY_COMPRESSOR
+            .with_borrow_mut(|compressor| {
+                compressor.set_prepared_dictionary(dictionary.encoder())?;
+                compressor.compress(&bytes[1..])
+            })
+            .map_err(cannot)?;
+        let mut frame = Vec::with_capacity(9 + compressed.len());
+        frame.push(CODEC_VERSION_DICTIONARY);
+        frame.extend_from_slice(&dictionary.id().to_le_bytes());
+        frame.append(&mut compressed);
+        return Ok(frame);
+    }
     if bytes.len() - 1 <= COMPRESS_ABOVE {
         return Ok(bytes);
     }
-    // A `Vec` given to zstd as a write buffer is written from its start, so the frame is
-    // compressed on its own and appended after the version byte.
     let mut frame = vec![CODEC_VERSION_ZSTD];
     let mut compressed = COMPRESSOR
         .with_borrow_mut(|compressor| compressor.compress(&bytes[1..]))
-        .map_err(|err| StoreError::Corrupt {
-            what: R::KIND,
-            detail: format!("cannot compress: {err}"),
-        })?;
+        .map_err(cannot)?;
     frame.append(&mut compressed);
     Ok(frame)
 }
@@ -111,7 +146,19 @@ pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
     };
     match bytes.split_first() {
         Some((&CODEC_VERSION, body)) => json(body),
-        Some((&CODEC_VERSION_ZSTD, body)) => json(&decompress(body).map_err(corrupt)?),
+        Some((&CODEC_VERSION_ZSTD, body)) => json(&decompress(body, None).map_err(corrupt)?),
+        Some((&CODEC_VERSION_DICTIONARY, body)) => {
+            let (id, frame) = body
+                .split_at_checked(8)
+                .ok_or_else(|| corrupt("a dictionary record cut short".to_string()))?;
+            let id = u64::from_le_bytes(id.try_into().expect("8 bytes"));
+            let dictionary = dictionaries::by_id(id).ok_or_else(|| {
+                corrupt(format!(
+                    "compressed with dictionary {id:016x}, which this store does not hold"
+                ))
+            })?;
+            json(&decompress(frame, Some(dictionary)).map_err(corrupt)?)
+        }
         Some((&CODEC_VERSION_TAGGED, body)) => {
             let (&length, rest) = body
                 .split_first()
@@ -135,16 +182,22 @@ pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
     }
 }
 
-fn decompress(frame: &[u8]) -> Result<Vec<u8>, String> {
+fn decompress(frame: &[u8], dictionary: Option<&'static Dictionary>) -> Result<Vec<u8>, String> {
     let size = match zstd::zstd_safe::get_frame_content_size(frame) {
         Ok(Some(size)) if size <= MAX_RECORD_BYTES as u64 => size as usize,
         Ok(Some(size)) => return Err(format!("compressed record claims {size} bytes")),
         Ok(None) | Err(_) => return Err("compressed record without its size".to_string()),
     };
     let mut json = Vec::with_capacity(size);
-    DECOMPRESSOR
-        .with_borrow_mut(|decompressor| decompressor.decompress_to_buffer(frame, &mut json))
-        .map_err(|err| format!("cannot decompress: {err}"))?;
+    match dictionary {
+        None => DECOMPRESSOR
+            .with_borrow_mut(|decompressor| decompressor.decompress_to_buffer(frame, &mut json)),
+        Some(dictionary) => DICTIONARY_DECOMPRESSOR.with_borrow_mut(|decompressor| {
+            decompressor.set_prepared_dictionary(dictionary.decoder())?;
+            decompressor.decompress_to_buffer(frame, &mut json)
+        }),
+    }
+    .map_err(|err| format!("cannot decompress: {err}"))?;
     Ok(json)
 }
 
@@ -155,6 +208,14 @@ thread_local! {
         zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a zstd compression context"),
     );
     static DECOMPRESSOR: RefCell<zstd::bulk::Decompressor<'static>> = RefCell::new(
+        zstd::bulk::Decompressor::new().expect("a zstd decompression context"),
+    );
+    // Contexts that take a dictionary (prepared, referenced, not copied, per call); kept apart
+    // from the two above so that a record without one never meets a dictionary left set.
+    static DICTIONARY_COMPRESSOR: RefCell<zstd::bulk::Compressor<'static>> = RefCell::new(
+        zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a zstd compression context"),
+    );
+    static DICTIONARY_DECOMPRESSOR: RefCell<zstd::bulk::Decompressor<'static>> = RefCell::new(
         zstd::bulk::Decompressor::new().expect("a zstd decompression context"),
     );
 }
@@ -289,6 +350,57 @@ mod tests {
         ]
         .concat();
         assert!(decode::<Tagged>(&nested).is_err());
+    }
+
+    #[test]
+    fn records_compressed_with_a_dictionary_are_smaller_and_read_back() {
+        let owner = "org_codec_test";
+        let bytes = dictionaries::sample_dictionary("codec", 400);
+        dictionaries::activate(owner, &bytes, crate::clock::Timestamp(1)).unwrap();
+        let dictionary = dictionaries::current(owner).unwrap();
+        let record = Tagged {
+            body: format!(
+                "TypeError codec 7 at render (https://app.example.com/assets/codec.js:7:20) {}",
+                "at commit (https://app.example.com/assets/vendor.js:1:7) ".repeat(3)
+            ),
+            tag: None,
+        };
+        let plain = Encoded::new(&record).unwrap().tagged("grp_1").unwrap();
+        let small = Encoded::with_dictionary(&record, Some(dictionary))
+            .unwrap()
+            .tagged("grp_1")
+            .unwrap();
+        assert_eq!(small[2 + 5], CODEC_VERSION_DICTIONARY);
+        assert!(
+            small.len() * 2 < plain.len(),
+            "{} vs {}",
+            small.len(),
+            plain.len()
+        );
+        let read: Tagged = decode(&small).unwrap();
+        assert_eq!(
+            (read.body, read.tag.as_deref()),
+            (record.body, Some("grp_1"))
+        );
+
+        // A short record is compressed too, and damage or an unknown dictionary is corrupt.
+        let short = encode_with(
+            &Sample {
+                name: "a".into(),
+                added_later: 1,
+            },
+            Some(dictionary),
+        );
+        let short = short.unwrap();
+        assert_eq!(decode::<Sample>(&short).unwrap().name, "a");
+        let mut unknown = short.clone();
+        unknown[1] ^= 0xff;
+        for damaged in [&short[..5], &short[..short.len() - 2], &unknown[..]] {
+            assert!(matches!(
+                decode::<Sample>(damaged),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
     }
 
     #[test]

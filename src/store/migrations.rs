@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 17;
+pub const CURRENT_VERSION: u32 = 18;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -118,6 +118,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 17,
         description: "group events waiting to be folded",
         apply: create_unfolded_group_events_table,
+    },
+    Migration {
+        version: 18,
+        description: "record compression dictionaries",
+        apply: create_record_dictionaries_table,
     },
 ];
 
@@ -407,12 +412,17 @@ fn create_sso_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The untyped definition of a record table, for migrations that must not depend on record types.
 fn create_unfolded_group_events_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(IndexTable::new(tables::GROUP_EVENTS_UNFOLDED).definition())?;
     Ok(())
 }
 
+fn create_record_dictionaries_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::RECORD_DICTIONARIES))?;
+    Ok(())
+}
+
+/// The untyped definition of a record table, for migrations that must not depend on record types.
 fn record_table(name: &'static str) -> TableDefinition<'static, &'static str, &'static [u8]> {
     TableDefinition::new(name)
 }

@@ -14,6 +14,7 @@ pub mod ages;
 mod backward;
 pub mod codec;
 pub mod data_dir;
+pub mod dictionaries;
 mod forward;
 pub mod ids;
 pub mod migrations;
@@ -127,6 +128,8 @@ pub enum OpenError {
     Migration(#[from] migrations::MigrationError),
     #[error("cannot start the store writer: {0}")]
     Writer(std::io::Error),
+    #[error("cannot load the record dictionaries: {0}")]
+    Dictionaries(StoreError),
 }
 
 /// Whether writes are currently accepted.
@@ -189,6 +192,10 @@ impl Store {
             source,
         })?;
         migrations::migrate(&database)?;
+        // Before any read: a record compressed with a dictionary decodes only once it is known.
+        let read = database.begin_read().map_err(StoreError::from);
+        read.and_then(|txn| dictionaries::load_all(&txn))
+            .map_err(OpenError::Dictionaries)?;
         let shared = Arc::new(Shared {
             path: path.to_path_buf(),
             database: RwLock::new(Some(Arc::new(database))),

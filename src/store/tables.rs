@@ -114,6 +114,7 @@ pub const ALL: &[TableSpec] = &[
     bytes(SOURCEMAPS),
     bytes(SOURCEMAP_BLOBS),
     text(TELEMETRY_AGES),
+    bytes(RECORD_DICTIONARIES),
     bytes(CHANNELS),
     text(ORG_CHANNELS),
     bytes(DELIVERIES),
@@ -193,6 +194,9 @@ pub const SOURCEMAPS: &str = "orgid_release_file_sourcemap";
 pub const SOURCEMAP_BLOBS: &str = "sourcemapid_blob";
 /// `{age ms, 20 digits}/{kind}/{record key}` -> "": telemetry oldest first, for retention.
 pub const TELEMETRY_AGES: &str = "agems_kind_key";
+/// `{org_id}/{dictionary id, 16 hex digits}` -> a zstd dictionary trained on the org's error
+/// events, with when (raw bytes, no codec: `store/dictionaries.rs`; schema 18).
+pub const RECORD_DICTIONARIES: &str = "orgid_dictid_dictionary";
 
 // Notification channels and the delivery queue (schema 6).
 

@@ -144,3 +144,18 @@ pub(crate) fn all_errors(server: &TestServer, key: &str) -> Vec<Value> {
         }
     }
 }
+
+/// The value of a metric without labels, from `/metrics` (loopback needs no credentials).
+pub(crate) fn metric(server: &TestServer, name: &str) -> Option<f64> {
+    let reply = send(http().get(server.url("/metrics")));
+    assert_eq!(reply.status, 200);
+    String::from_utf8_lossy(&reply.body)
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+}

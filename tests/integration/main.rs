@@ -62,6 +62,7 @@ mod oidc_node;
 mod oidc_provider;
 mod packaging;
 mod receiver;
+mod record_dictionaries;
 mod scim;
 mod sdk_serving;
 mod search_restart;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{TestServer, wait_for};
 use crate::http_basics::send;
-use crate::ingest_support::{accepted, ingest_server, owner_key, post, read};
+use crate::ingest_support::{accepted, ingest_server, metric, owner_key, post, read};
 
 const EVENTS: usize = 100_000;
 const PER_REQUEST: usize = 2_000;
@@ -55,21 +55,6 @@ fn fill(server: &TestServer) {
             });
         }
     });
-}
-
-/// The value of a metric without labels, from `/metrics` (loopback needs no credentials).
-fn metric(server: &TestServer, name: &str) -> Option<f64> {
-    let reply = send(crate::harness::http().get(server.url("/metrics")));
-    assert_eq!(reply.status, 200);
-    String::from_utf8_lossy(&reply.body)
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(name)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse()
-                .ok()
-        })
 }
 
 fn health(server: &TestServer) -> Value {
