@@ -36,8 +36,9 @@ const SAMPLE_EVENTS: usize = 1_000;
 const DICTIONARY_BYTES: usize = 64 * 1024;
 /// Samples per byte of dictionary below which no dictionary is trained: too little to learn.
 const MIN_SAMPLE_RATIO: usize = 8;
-/// A dictionary older than this (by the events' own clock) is trained again, so that new
-/// releases' file names and messages are learnt.
+/// A first dictionary older than this (by the events' clock) is trained again, so that new
+/// releases' file names and messages are learnt; each later one waits twice as long as the
+/// one before (`retrain_after`), so an org holds ten dictionaries after ten years.
 const RETRAIN_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Counts each organisation's stored events and trains its dictionary when due.
@@ -61,8 +62,10 @@ impl Trainer {
             let mut orgs = self.orgs.lock().unwrap_or_else(|p| p.into_inner());
             let count = orgs.entry(org.clone()).or_default();
             count.since += events;
-            let stale = dictionaries::current(org.as_str()).is_none_or(|held| {
-                held.trained_at().plus(RETRAIN_AFTER).unix_millis() <= newest.unix_millis()
+            let held = dictionaries::held(org.as_str());
+            let stale = dictionaries::current(org.as_str()).is_none_or(|current| {
+                let due = current.trained_at().plus(retrain_after(held));
+                due.unix_millis() <= newest.unix_millis()
             });
             let due = stale && !count.training && count.since >= TRAIN_AFTER_EVENTS;
             if due {
@@ -90,6 +93,13 @@ impl Trainer {
             });
         }
     }
+}
+
+/// How old an org's current dictionary may grow when it holds `held` dictionaries:
+/// `RETRAIN_AFTER`, doubled for each one after the first.
+fn retrain_after(held: usize) -> Duration {
+    let doublings = held.saturating_sub(1).min(16) as u32;
+    RETRAIN_AFTER * 2u32.pow(doublings)
 }
 
 /// What one training made.
@@ -273,6 +283,23 @@ mod tests {
         assert_eq!(read.len(), TRAIN_AFTER_EVENTS as usize + 100);
         assert!(read.iter().all(|event| event.group_id.is_some()));
         store.close_blocking();
+    }
+
+    #[test]
+    fn each_dictionary_is_kept_twice_as_long_as_the_one_before() {
+        let week = 7 * 24 * 3600;
+        let ages: Vec<u64> = (0..=4)
+            .map(|held| retrain_after(held).as_secs() / week)
+            .collect();
+        assert_eq!(ages, [1, 1, 2, 4, 8]);
+        // Ten years of ingest make ten dictionaries at most.
+        let (mut weeks, mut held) = (0, 1);
+        while weeks + retrain_after(held).as_secs() / week <= 520 {
+            weeks += retrain_after(held).as_secs() / week;
+            held += 1;
+        }
+        assert_eq!(held, 10);
+        assert_eq!(retrain_after(1_000), retrain_after(17));
     }
 
     fn wait<T>(mut check: impl FnMut() -> Option<T>) -> T {

@@ -14,7 +14,8 @@
 //! - A dictionary is registered (and may be used to encode) only after the transaction that
 //!   stores it committed: no record on disk names a dictionary the disk does not hold.
 //! - Dictionaries are never removed: records compressed with one may outlive every newer
-//!   one. Prepared dictionaries live as long as the process (a few per organisation and week).
+//!   one. Prepared dictionaries (about 200 KB each) live as long as the process; their owner
+//!   keeps their number small (`errors/dictionary.rs`: ten in ten years).
 //! - Every stored dictionary is registered when the store opens (`load_all`), before any read.
 
 use std::collections::HashMap;
@@ -65,6 +66,8 @@ struct Registry {
     by_id: HashMap<u64, &'static Dictionary>,
     /// Each owner's newest dictionary, the one new records are compressed with.
     current: HashMap<String, &'static Dictionary>,
+    /// How many dictionaries each owner has.
+    held: HashMap<String, usize>,
 }
 
 static REGISTRY: LazyLock<RwLock<Registry>> = LazyLock::new(RwLock::default);
@@ -85,6 +88,11 @@ pub fn current(owner: &str) -> Option<&'static Dictionary> {
     registry().current.get(owner).copied()
 }
 
+/// How many dictionaries `owner` has (its current one and those before it).
+pub fn held(owner: &str) -> usize {
+    registry().held.get(owner).copied().unwrap_or(0)
+}
+
 /// The id of `bytes` as a dictionary.
 pub fn id_of(bytes: &[u8]) -> u64 {
     let digest = Sha256::digest(bytes);
@@ -99,6 +107,7 @@ fn register(owner: &str, bytes: &[u8], trained_at: Timestamp) -> Result<u64, Sto
     let dictionary = match registry.by_id.get(&id) {
         Some(known) => *known,
         None => {
+            *registry.held.entry(owner.to_string()).or_default() += 1;
             let corrupt = |err: std::io::Error| StoreError::Corrupt {
                 what: "record dictionary",
                 detail: format!("cannot prepare dictionary {id:016x}: {err}"),
@@ -215,10 +224,12 @@ mod tests {
         let txn = database.begin_read().unwrap();
         assert_eq!(load_all(&txn).unwrap(), 2);
         assert_eq!(current(&owner).unwrap().id(), new_id);
+        assert_eq!(held(&owner), 2);
         assert_eq!(by_id(old_id).unwrap().trained_at(), Timestamp(1_000));
         // An older dictionary registered later does not displace the newer one.
         activate(&owner, &old, Timestamp(1_000)).unwrap();
         assert_eq!(current(&owner).unwrap().id(), new_id);
+        assert_eq!(held(&owner), 2, "the same dictionary is counted once");
     }
 
     #[test]
