@@ -235,6 +235,26 @@ pub fn store_batches(
         .collect())
 }
 
+/// Writes `event` (of `org`, stored before) again under `key`: encoded as a new event is,
+/// with the org's dictionary and the group as the record's tag (regrouping).
+pub fn rewrite_event(
+    txn: &WriteTransaction,
+    org: &OrgId,
+    key: &str,
+    event: &ErrorEvent,
+) -> Result<(), StoreError> {
+    let mut records = EVENTS.writer(txn)?;
+    let Some(group) = &event.group_id else {
+        return records.insert(key, event);
+    };
+    let ungrouped = ErrorEvent {
+        group_id: None,
+        ..event.clone()
+    };
+    let encoded = Encoded::with_dictionary(&ungrouped, dictionaries::current(org.as_str()))?;
+    records.insert_tagged(key, &encoded, group)
+}
+
 /// Removes an event and its index rows (retention). `false` when it was already gone.
 pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
     let Some(event) = EVENTS.get(txn, key)? else {
@@ -307,6 +327,7 @@ mod tests {
     use super::*;
     use crate::clock::Timestamp;
     use crate::errors::model::GroupId;
+    use crate::store::codec;
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
 
@@ -377,6 +398,35 @@ mod tests {
         assert_eq!(rows(tables::GROUP_EVENTS_UNFOLDED), 4, "folded later");
         assert_eq!(rows(tables::GROUP_EVENTS), 0);
         assert_eq!(rows(tables::GROUP_USERS), 4);
+    }
+
+    #[test]
+    fn a_rewritten_event_is_encoded_with_the_orgs_dictionary_and_keeps_its_group() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let org = OrgId::generate();
+        let item = json!({"level": "error", "message": "boom", "url": "https://app.example.com/"});
+        let event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
+        let txn = database.begin_write().unwrap();
+        let mut batch = EventBatch::new(&org, vec![event]);
+        store_events(&txn, &org, &mut batch).unwrap();
+        let mut event = batch.events()[0].clone();
+        let key = event.key(&org);
+        let raw = |txn: &WriteTransaction| {
+            let table = txn.open(EVENTS.definition()).unwrap();
+            table.get_with(&key, <[u8]>::to_vec).unwrap().unwrap()
+        };
+        let inner = |bytes: &[u8]| bytes[2 + usize::from(bytes[1])];
+        assert_ne!(inner(&raw(&txn)), codec::CODEC_VERSION_DICTIONARY);
+
+        let dictionary = dictionaries::sample_dictionary("rewrite", 300);
+        dictionaries::activate(org.as_str(), &dictionary, NOW).unwrap();
+        event.group_id = Some("grp_moved".to_string());
+        rewrite_event(&txn, &org, &key, &event).unwrap();
+        assert_eq!(inner(&raw(&txn)), codec::CODEC_VERSION_DICTIONARY);
+        assert_eq!(
+            get_event(&txn, org.as_str(), event.id.as_str()).unwrap(),
+            Some(event)
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, watch};
 
 use super::db::{self, GROUP_LAST_SEEN, Grouping};
 use super::event::ErrorEvent;
-use super::event_db::EVENTS;
+use super::event_db::{self, EVENTS};
 use super::fingerprint::Fingerprint;
 use super::group_events;
 use super::model::GroupId;
@@ -225,12 +225,12 @@ fn apply_step(
         let mut event = read.clone();
         if target_group(txn, org, fingerprint)? == Some(old_id.clone()) {
             // Resolved, but its group does not change: the record keeps the resolution.
-            EVENTS.insert(txn, &event_key, &event)?;
+            event_db::rewrite_event(txn, org, &event_key, &event)?;
             continue;
         }
         let (new_id, _) = grouping.assign(txn, &event, fingerprint)?;
         event.group_id = Some(new_id.to_string());
-        EVENTS.insert(txn, &event_key, &event)?;
+        event_db::rewrite_event(txn, org, &event_key, &event)?;
         let entry = left
             .entry(old_id)
             .or_insert_with(|| (Vec::new(), new_id.clone()));
