@@ -3,23 +3,26 @@
 //!
 //! An ingest write records `{org}/{event}` -> group in `UNFOLDED`. Event ids grow with time,
 //! so these rows land on the table's last leaves, whatever the number of groups. Once
-//! `FOLD_AT` rows wait, the write that finds them moves every one into `GROUP_EVENTS`
-//! (`{org}/{group}/{event}`), where one leaf per group then takes many rows at once.
+//! `FOLD_AT` rows wait, the write that finds them moves every one into the group's runs
+//! (`group_runs.rs`: many ids to a row), where one row per group then takes many at once.
+//! `GROUP_EVENTS` (`{org}/{group}/{event}`, one row per event) is what folds wrote before
+//! schema 19: read and removed from, never written.
 //!
 //! Invariants:
-//! - An event's group row is in exactly one of the two tables, written in the transaction that
-//!   stores the event (or moves it to another group), so it commits with the event.
-//! - Every reader of a group's events (`newest`, `count`, `has_events`) reads both tables in
-//!   one transaction, so a fold changes no answer.
+//! - An event's group row is in exactly one of the three tables, written in the transaction
+//!   that stores the event (or moves it to another group), so it commits with the event.
+//! - Every reader of a group's events (`newest`, `count`, `has_events`) reads the three tables
+//!   in one transaction, so a fold changes no answer.
 //! - `UNFOLDED` holds fewer than `FOLD_AT` rows after any commit of `Grouping::finish`, plus
 //!   the rows of that one write (at most `writes::MAX_EVENTS_PER_WRITE`).
 
 use redb::WriteTransaction;
 
 use super::db::group_event_key;
+use super::group_runs;
 use crate::store::{IndexTable, IndexWriter, ReadTxn, StoreError, WalkBounds, tables};
 
-/// `{org}/{group}/{event}` -> "": the events of each group, folded.
+/// `{org}/{group}/{event}` -> "": the events of each group folded before schema 19.
 pub const GROUP_EVENTS: IndexTable = IndexTable::new(tables::GROUP_EVENTS);
 /// `{org}/{event}` -> group id: the events of each group not folded yet.
 pub const UNFOLDED: IndexTable = IndexTable::new(tables::GROUP_EVENTS_UNFOLDED);
@@ -46,27 +49,28 @@ pub fn fold_if_due(txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Moves every unfolded row into `GROUP_EVENTS`, in that table's key order.
+/// Moves every unfolded row into its group's runs, one group after another.
 pub fn fold(txn: &WriteTransaction) -> Result<usize, StoreError> {
-    let mut keys: Vec<String> = UNFOLDED
+    let mut rows: Vec<(String, String, String)> = UNFOLDED
         .scan(txn, crate::store::Scan::all())?
         .into_iter()
         .filter_map(|(key, group)| {
             let (org, event) = tables::split_composite_key(&key)?;
-            Some(group_event_key(org, &group, event))
+            Some((org.to_string(), group, event.to_string()))
         })
         .collect();
     {
         let mut unfolded = txn.open_table(UNFOLDED.definition())?;
         unfolded.retain(|_, _| false)?;
     }
-    keys.sort_unstable();
-    let mut folded = GROUP_EVENTS.writer(txn)?;
-    for key in &keys {
-        folded.insert(key, "")?;
+    rows.sort_unstable();
+    let mut runs = group_runs::open(txn)?;
+    for group in rows.chunk_by(|a, b| (&a.0, &a.1) == (&b.0, &b.1)) {
+        let ids: Vec<String> = group.iter().map(|(_, _, event)| event.clone()).collect();
+        group_runs::add(&mut runs, &group[0].0, &group[0].1, &ids)?;
     }
     metrics::counter!("lookout_group_event_folds_total").increment(1);
-    Ok(keys.len())
+    Ok(rows.len())
 }
 
 /// Removes `event` from `group` (retention, or the event moved to another group). A row
@@ -78,6 +82,7 @@ pub fn forget(
     event: &str,
 ) -> Result<(), StoreError> {
     GROUP_EVENTS.remove(txn, &group_event_key(org, group, event))?;
+    group_runs::remove(&mut group_runs::open(txn)?, org, group, event)?;
     let key = tables::composite_key(org, event);
     if UNFOLDED.get(txn, &key)?.as_deref() == Some(group) {
         UNFOLDED.remove(txn, &key)?;
@@ -113,6 +118,12 @@ pub fn newest(
             Ok::<_, StoreError>(true)
         },
     )?;
+    ids.extend(group_runs::newest_in_runs(
+        txn,
+        (org, group),
+        before,
+        limit,
+    )?);
     ids.sort_unstable_by(|a, b| b.cmp(a));
     ids.truncate(limit);
     Ok(ids)
@@ -143,7 +154,10 @@ pub fn count(
             Ok::<_, StoreError>(true)
         },
     )?;
-    let total = waiting + folded;
+    let mut total = waiting + folded;
+    if total <= exact_up_to {
+        total += group_runs::count(txn, org, group, exact_up_to - total)?;
+    }
     Ok((total <= exact_up_to).then_some(total))
 }
 

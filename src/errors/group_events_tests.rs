@@ -1,4 +1,5 @@
-//! Tests of `group_events.rs`: the two tables read as one, folding at its bound, forgetting.
+//! Tests of `group_events.rs` and `group_runs.rs`: the three tables read as one, folding at
+//! its bound, forgetting, and the runs against a model under random folds and removals.
 
 use super::*;
 use crate::store::migrations::scratch_database;
@@ -17,11 +18,40 @@ fn record_all(txn: &WriteTransaction, group: &str, events: impl Iterator<Item = 
     }
 }
 
+/// Unfolded rows, and event ids held in runs.
 fn rows(txn: &WriteTransaction) -> (u64, u64) {
-    (
-        UNFOLDED.row_count(txn).unwrap(),
-        GROUP_EVENTS.row_count(txn).unwrap(),
-    )
+    let runs = group_runs::GROUP_EVENT_RUNS
+        .scan(txn, crate::store::Scan::all())
+        .unwrap();
+    let ids = runs.iter().map(|(_, run)| run.split(' ').count() as u64);
+    (UNFOLDED.row_count(txn).unwrap(), ids.sum())
+}
+
+/// Every run: (key's id, its ids), in key order; checks each run's invariants.
+fn runs_of(txn: &WriteTransaction, group: &str) -> Vec<(String, Vec<String>)> {
+    let prefix = format!("{ORG}/{group}/");
+    let runs = group_runs::GROUP_EVENT_RUNS
+        .scan(txn, crate::store::Scan::prefix(&prefix))
+        .unwrap();
+    let runs: Vec<(String, Vec<String>)> = runs
+        .into_iter()
+        .map(|(key, run)| {
+            let ids: Vec<String> = run.split(' ').map(str::to_string).collect();
+            (key[prefix.len()..].to_string(), ids)
+        })
+        .collect();
+    for (at, (key, ids)) in runs.iter().enumerate() {
+        assert!(
+            !ids.is_empty() && ids.len() <= group_runs::RUN_EVENTS,
+            "{runs:?}"
+        );
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{runs:?}");
+        assert!(key <= &ids[0], "{runs:?}");
+        if let Some((next, _)) = runs.get(at + 1) {
+            assert!(ids.last().unwrap() < next, "{runs:?}");
+        }
+    }
+    runs
 }
 
 /// Every id of `group`, page by page through `newest`'s cursor.
@@ -50,6 +80,7 @@ fn folded_and_unfolded_rows_read_as_one_list() {
     record(&mut other, "org_b", "grp_a", &event(1000)).unwrap();
     drop(other);
     assert_eq!(rows(&txn), (21, 23));
+    runs_of(&txn, "grp_a");
 
     let expected: Vec<String> = (0..40).rev().map(event).collect();
     assert_eq!(newest(&txn, ORG, "grp_a", None, 100).unwrap(), expected);
@@ -127,4 +158,89 @@ fn forgetting_finds_the_row_in_either_table() {
         has_events(&txn, ORG, "grp_b").unwrap(),
         "event 3 waits unfolded"
     );
+}
+
+#[test]
+fn runs_are_filled_before_the_next_is_started() {
+    let (_dir, database) = scratch_database();
+    let txn = database.begin_write().unwrap();
+    record_all(&txn, "grp_a", 0..250);
+    fold(&txn).unwrap();
+    let sizes = |txn| -> Vec<usize> { runs_of(txn, "grp_a").iter().map(|r| r.1.len()).collect() };
+    assert_eq!(sizes(&txn), [100, 100, 50]);
+    record_all(&txn, "grp_a", 250..310);
+    fold(&txn).unwrap();
+    assert_eq!(sizes(&txn), [100, 100, 100, 10]);
+    assert_eq!(count(&txn, ORG, "grp_a", 10_000).unwrap(), Some(310));
+    let expected: Vec<String> = (0..310).rev().map(event).collect();
+    assert_eq!(all_pages(&txn, "grp_a", 37), expected);
+}
+
+#[test]
+fn rows_folded_before_runs_are_still_read_counted_and_forgotten() {
+    let (_dir, database) = scratch_database();
+    let txn = database.begin_write().unwrap();
+    for n in 0..5 {
+        GROUP_EVENTS
+            .insert(&txn, &group_event_key(ORG, "grp_a", &event(n)), "")
+            .unwrap();
+    }
+    record_all(&txn, "grp_a", 5..8);
+    fold(&txn).unwrap();
+    record_all(&txn, "grp_a", 8..9);
+    let expected: Vec<String> = (0..9).rev().map(event).collect();
+    assert_eq!(all_pages(&txn, "grp_a", 2), expected);
+    assert_eq!(count(&txn, ORG, "grp_a", 100).unwrap(), Some(9));
+    for n in [0, 6, 8] {
+        forget(&txn, ORG, "grp_a", &event(n)).unwrap();
+    }
+    let left: Vec<String> = [7, 5, 4, 3, 2, 1].map(event).to_vec();
+    assert_eq!(newest(&txn, ORG, "grp_a", None, 100).unwrap(), left);
+    assert_eq!(count(&txn, ORG, "grp_a", 100).unwrap(), Some(6));
+}
+
+/// Random folds (ids in any order, older ones included: events moved into the group) and
+/// removals, checked after each step against a set: pages, counts and each run's invariants.
+#[test]
+fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
+    let (_dir, database) = scratch_database();
+    let txn = database.begin_write().unwrap();
+    let mut model = std::collections::BTreeSet::new();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |below: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below) as usize
+    };
+    for step in 0..60 {
+        let newest_id = 100 * step + 100;
+        for _ in 0..next(150) {
+            // Mostly new ids, some older ones.
+            let n = if next(5) == 0 {
+                next(newest_id as u64)
+            } else {
+                newest_id - next(100)
+            };
+            if model.insert(n) {
+                record_all(&txn, "grp_a", n..n + 1);
+            }
+        }
+        fold(&txn).unwrap();
+        for _ in 0..next(40) {
+            let n = next(newest_id as u64 + 1);
+            forget(&txn, ORG, "grp_a", &event(n)).unwrap();
+            model.remove(&n);
+        }
+        let runs = runs_of(&txn, "grp_a");
+        let held: Vec<String> = runs.into_iter().flat_map(|(_, ids)| ids).collect();
+        let expected: Vec<String> = model.iter().map(|n| event(*n)).collect();
+        assert_eq!(held, expected, "step {step}");
+        let newest_first: Vec<String> = expected.iter().rev().cloned().collect();
+        assert_eq!(all_pages(&txn, "grp_a", 1 + next(120)), newest_first);
+        assert_eq!(
+            count(&txn, ORG, "grp_a", 100_000).unwrap(),
+            Some(model.len())
+        );
+    }
 }

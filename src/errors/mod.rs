@@ -34,6 +34,7 @@ mod event_db;
 mod failure;
 mod fingerprint;
 mod group_events;
+mod group_runs;
 mod model;
 mod regroup;
 mod resolve;

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 18;
+pub const CURRENT_VERSION: u32 = 19;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -123,6 +123,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 18,
         description: "record compression dictionaries",
         apply: create_record_dictionaries_table,
+    },
+    Migration {
+        version: 19,
+        description: "error group events, many to a row",
+        apply: create_group_event_runs_table,
     },
 ];
 
@@ -419,6 +424,11 @@ fn create_unfolded_group_events_table(txn: &WriteTransaction) -> Result<(), Stor
 
 fn create_record_dictionaries_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::RECORD_DICTIONARIES))?;
+    Ok(())
+}
+
+fn create_group_event_runs_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(IndexTable::new(tables::GROUP_EVENT_RUNS).definition())?;
     Ok(())
 }
 

@@ -132,6 +132,7 @@ pub const ALL: &[TableSpec] = &[
     text(GROUP_USERS),
     text(GROUP_EVENTS),
     text(GROUP_EVENTS_UNFOLDED),
+    text(GROUP_EVENT_RUNS),
     bytes(INBOUND_TOKENS),
     text(INBOUND_TOKEN_DIGESTS),
     bytes(DEPLOYMENTS),
@@ -241,6 +242,9 @@ pub const GROUP_EVENTS: &str = "orgid_groupid_eventid";
 /// `{org_id}/{event_id}` -> group id: the stored events of each group not yet folded into
 /// `GROUP_EVENTS` (`errors/group_events.rs`).
 pub const GROUP_EVENTS_UNFOLDED: &str = "orgid_eventid_groupid";
+/// `{org_id}/{group_id}/{first event id}` -> up to 100 event ids of the group, ascending,
+/// separated by spaces: the group's events, many to a row (`errors/group_runs.rs`; schema 19).
+pub const GROUP_EVENT_RUNS: &str = "orgid_groupid_firsteventid_eventids";
 
 // Inbound events, deployments, builds and incidents (alerting).
 
