@@ -255,6 +255,14 @@ pub fn forget_event(
     group_events::forget(txn, org, group, event)
 }
 
+/// `forget_event` for many `(org, group, event)` at once (a retention transaction's).
+pub fn forget_events(
+    txn: &WriteTransaction,
+    items: &[(&str, &str, &str)],
+) -> Result<(), StoreError> {
+    group_events::forget_all(txn, items)
+}
+
 fn corrupt(detail: &str) -> StoreError {
     StoreError::Corrupt {
         what: "error group",

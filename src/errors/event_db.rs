@@ -257,26 +257,39 @@ pub fn rewrite_event(
 
 /// Removes an event and its index rows (retention). `false` when it was already gone.
 pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
-    let Some(event) = EVENTS.get(txn, key)? else {
-        return Ok(false);
-    };
-    let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
-    if let Some(client_id) = &event.event_id {
-        let index_key = tables::composite_key(org, client_id);
-        if EVENT_CLIENT_IDS.get(txn, &index_key)?.as_deref() == Some(event.id.as_str()) {
-            EVENT_CLIENT_IDS.remove(txn, &index_key)?;
+    Ok(remove_events(txn, &[key])? == 1)
+}
+
+/// Removes the events of `keys` and their index rows (a retention transaction's), their
+/// groups' event lists updated together; how many were there.
+pub fn remove_events(txn: &WriteTransaction, keys: &[&str]) -> Result<usize, StoreError> {
+    let mut removed = Vec::with_capacity(keys.len());
+    for key in keys {
+        let Some(event) = EVENTS.get(txn, key)? else {
+            continue;
+        };
+        let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));
+        if let Some(client_id) = &event.event_id {
+            let index_key = tables::composite_key(org, client_id);
+            if EVENT_CLIENT_IDS.get(txn, &index_key)?.as_deref() == Some(event.id.as_str()) {
+                EVENT_CLIENT_IDS.remove(txn, &index_key)?;
+            }
         }
+        if let Some(session) = &event.session_id {
+            // Written for events stored before the index carried sessions.
+            super::session_events::SESSION_EVENTS
+                .remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
+        }
+        ages::remove_age(txn, EVENT_AGE, event.age(), key)?;
+        EVENTS.remove(txn, key)?;
+        removed.push((org, event));
     }
-    if let Some(session) = &event.session_id {
-        // Written for events stored before the index carried sessions.
-        super::session_events::SESSION_EVENTS
-            .remove(txn, &format!("{org}/{session}/{}", event.id.as_str()))?;
-    }
-    if let Some(group) = &event.group_id {
-        groups::forget_event(txn, org, group, event.id.as_str())?;
-    }
-    ages::remove_age(txn, EVENT_AGE, event.age(), key)?;
-    EVENTS.remove(txn, key)
+    let grouped: Vec<(&str, &str, &str)> = removed
+        .iter()
+        .filter_map(|(org, event)| Some((*org, event.group_id.as_deref()?, event.id.as_str())))
+        .collect();
+    groups::forget_events(txn, &grouped)?;
+    Ok(removed.len())
 }
 
 /// The stored event `id` of `org`.

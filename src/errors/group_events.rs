@@ -81,11 +81,27 @@ pub fn forget(
     group: &str,
     event: &str,
 ) -> Result<(), StoreError> {
-    GROUP_EVENTS.remove(txn, &group_event_key(org, group, event))?;
-    group_runs::remove(&mut group_runs::open(txn)?, org, group, event)?;
-    let key = tables::composite_key(org, event);
-    if UNFOLDED.get(txn, &key)?.as_deref() == Some(group) {
-        UNFOLDED.remove(txn, &key)?;
+    forget_all(txn, &[(org, group, event)])
+}
+
+/// `forget` for many `(org, group, event)`: each table opened once, each run rewritten once.
+pub fn forget_all(txn: &WriteTransaction, items: &[(&str, &str, &str)]) -> Result<(), StoreError> {
+    let mut items = items.to_vec();
+    items.sort_unstable();
+    let mut before_runs = GROUP_EVENTS.writer(txn)?;
+    let mut unfolded = UNFOLDED.writer(txn)?;
+    for &(org, group, event) in &items {
+        before_runs.remove(&group_event_key(org, group, event))?;
+        let key = tables::composite_key(org, event);
+        if unfolded.get(&key)?.as_deref() == Some(group) {
+            unfolded.remove(&key)?;
+        }
+    }
+    drop((before_runs, unfolded));
+    let mut runs = group_runs::open(txn)?;
+    for same in items.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let ids: Vec<&str> = same.iter().map(|item| item.2).collect();
+        group_runs::remove_all(&mut runs, (same[0].0, same[0].1), &ids)?;
     }
     Ok(())
 }

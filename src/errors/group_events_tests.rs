@@ -200,7 +200,7 @@ fn rows_folded_before_runs_are_still_read_counted_and_forgotten() {
 }
 
 /// Random folds (ids in any order, older ones included: events moved into the group) and
-/// removals, checked after each step against a set: pages, counts and each run's invariants.
+/// removals (one by one, and together), checked after each step against a set: pages, counts and each run's invariants.
 #[test]
 fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
     let (_dir, database) = scratch_database();
@@ -227,10 +227,20 @@ fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
             }
         }
         fold(&txn).unwrap();
-        for _ in 0..next(40) {
-            let n = next(newest_id as u64 + 1);
-            forget(&txn, ORG, "grp_a", &event(n)).unwrap();
-            model.remove(&n);
+        // Removals one by one on even steps, together (as retention does) on odd ones.
+        let gone: Vec<String> = (0..next(60))
+            .map(|_| event(next(newest_id as u64 + 1)))
+            .collect();
+        if step % 2 == 0 {
+            gone.iter()
+                .for_each(|id| forget(&txn, ORG, "grp_a", id).unwrap());
+        } else {
+            let items: Vec<(&str, &str, &str)> =
+                gone.iter().map(|id| (ORG, "grp_a", id.as_str())).collect();
+            forget_all(&txn, &items).unwrap();
+        }
+        for id in &gone {
+            model.remove(&id[4..].parse::<usize>().unwrap());
         }
         let runs = runs_of(&txn, "grp_a");
         let held: Vec<String> = runs.into_iter().flat_map(|(_, ids)| ids).collect();

@@ -9,6 +9,8 @@
 //! run's key's id (a key is a lower bound of its run: removing a run's first id keeps the key);
 //! an id is in at most one run of a group; no run is empty.
 
+use std::collections::BTreeMap;
+
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use crate::store::{IndexTable, ReadTxn, StoreError, WalkBounds, tables};
@@ -143,22 +145,40 @@ fn add_one(runs: &mut Runs<'_>, prefix: &str, id: &str) -> Result<(), StoreError
     write_runs(runs, prefix, rest)
 }
 
-/// Removes `id` from the group's runs; whether it was there.
-pub fn remove(runs: &mut Runs<'_>, org: &str, group: &str, id: &str) -> Result<bool, StoreError> {
+/// Removes `ids` from the group's runs, each run rewritten once however many of them it
+/// held; how many were there.
+pub fn remove_all(
+    runs: &mut Runs<'_>,
+    (org, group): (&str, &str),
+    ids: &[&str],
+) -> Result<usize, StoreError> {
     let prefix = prefix(org, group);
-    let Some((key, run)) = run_at(runs, &prefix, id)? else {
-        return Ok(false);
-    };
-    let ids: Vec<&str> = run.split(' ').filter(|held| *held != id).collect();
-    if ids.len() == run.split(' ').count() {
-        return Ok(false);
+    let mut by_run: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for id in ids {
+        let upto = format!("{prefix}{id}");
+        if let Some(entry) = runs
+            .range::<&str>(prefix.as_str()..=upto.as_str())?
+            .next_back()
+        {
+            let key = entry?.0.value().to_string();
+            by_run.entry(key).or_default().push(id);
+        }
     }
-    if ids.is_empty() {
-        runs.remove(key.as_str())?;
-    } else {
-        runs.insert(key.as_str(), ids.join(" ").as_str())?;
+    let mut removed = 0;
+    for (key, gone) in by_run {
+        let Some(run) = runs.get(key.as_str())?.map(|run| run.value().to_string()) else {
+            continue;
+        };
+        let held = run.split(' ').count();
+        let kept: Vec<&str> = run.split(' ').filter(|id| !gone.contains(id)).collect();
+        removed += held - kept.len();
+        if kept.is_empty() {
+            runs.remove(key.as_str())?;
+        } else if kept.len() < held {
+            runs.insert(key.as_str(), kept.join(" ").as_str())?;
+        }
     }
-    Ok(true)
+    Ok(removed)
 }
 
 /// Walks the group's runs last first, those with keys before `before` when given, until

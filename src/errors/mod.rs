@@ -54,6 +54,7 @@ pub use api::routes;
 pub use event::{ErrorEvent, EventId, MAX_BREADCRUMBS};
 pub use event_db::{
     EVENT_AGE, EventBatch, ReturnedEvents, StoredEvents, events_between, remove_event,
+    remove_events,
 };
 pub use failure::ErrorsError;
 /// The worker that regroups stored events when their source map arrives (`regroup.rs`).

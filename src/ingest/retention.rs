@@ -110,9 +110,16 @@ pub fn delete_expired(
     limit: usize,
 ) -> Result<usize, StoreError> {
     let expired = ages::expired(txn, (cutoff, &AGE_KINDS), limit)?;
+    // Error events together: their groups' event lists are updated once for all of them.
+    let events: Vec<&str> = expired
+        .iter()
+        .filter(|item| item.kind == crate::errors::EVENT_AGE)
+        .map(|item| item.record_key.as_str())
+        .collect();
+    crate::errors::remove_events(txn, &events)?;
     for item in &expired {
         let remove: Remove = match item.kind {
-            crate::errors::EVENT_AGE => crate::errors::remove_event,
+            crate::errors::EVENT_AGE => continue,
             sessions::SESSION_AGE => sessions::remove_session,
             spans::SPAN_AGE => spans::remove_span,
             // `expired` returns only the kinds of `AGE_KINDS`.
