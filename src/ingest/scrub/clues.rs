@@ -1,9 +1,10 @@
-//! Clues: what a text holds that each scrubbing pass needs in order to match, found in one
-//! pass over its bytes, so that a pass whose clue is missing is skipped (`text.rs`). Most
-//! texts need only a few of the passes; a browser stack needs none of the regex ones.
+//! Clues: what a text holds that each scrubbing pass needs in order to match, found with
+//! vectorised searches for rare bytes and one loop over the rest, so that a pass whose clue is
+//! missing is skipped (`text.rs`). Most texts need only a few of the passes; a browser stack
+//! needs none of the regex ones.
 //!
 //! Invariants: a clue is never missing when its pass could change the text, also after the
-//! markers an earlier pass writes (`[token]`, `[email]`, `[ip]`, `[card]`); the one pass is
+//! markers an earlier pass writes (`[token]`, `[email]`, `[ip]`, `[card]`); `Clues::of` is
 //! tested against separate scans, and skipping against running every pass (`tests.rs`).
 
 use std::sync::LazyLock;
@@ -59,72 +60,33 @@ impl Clues {
                 || self.digit_chain >= 13)
     }
 
-    /// The clues of `text`, in one pass over its bytes (this runs for every scrubbed text:
-    /// a pass per clue was the largest single cost of ingest's request threads). A run of
-    /// letters holding one that is not a hex digit is taken whole, a table lookup per byte,
-    /// since every state moves the same way over it; `eyJ` is searched on its own.
+    /// The clues of `text` (this runs for every scrubbed text: a pass per clue over every
+    /// byte was the largest single cost of ingest's request threads). What is rare in text is
+    /// found by memchr's vectorised searches (`b`, `@`, `%40`, `=`, `eyJ`, `.`, `:`), and only
+    /// the digit chains and the names' tails take a step per byte, in one loop of table
+    /// lookups; an IPv6 run is looked for only around colons.
     pub(super) fn of(text: &str) -> Clues {
         let bytes = text.as_bytes();
-        let starts = |at: usize, word: &[u8]| {
-            bytes
-                .get(at..at + word.len())
-                .is_some_and(|here| here.eq_ignore_ascii_case(word))
-        };
-        let mut clues = Clues {
-            bearer: false,
-            basic: false,
-            jwt: false,
-            at_sign: false,
-            colons: 0,
-            equals: false,
-            dotted_digits: 0,
-            digit_chain: 0,
-            ipv6_run: false,
-            sensitive_name: false,
-        };
-        let mut digits = DigitChain::default();
-        let mut run = HexRun::default();
-        let mut name = NameTail::default();
-        let mut at = 0;
-        while at < bytes.len() {
-            // A run of letters moves every clue's state the same way, whatever its letters
-            // are, once one of them is not a hex digit: it is taken whole.
-            let (letters, not_hex) = letter_run(&bytes[at..]);
-            if not_hex {
-                let run_of_letters = &bytes[at..at + letters];
-                digits.letters();
-                run.letters(run_of_letters);
-                name.letters(run_of_letters);
-                at += letters;
-                continue;
-            }
-            let byte = bytes[at];
-            match byte {
-                b':' => clues.colons += 1,
-                b'=' => clues.equals = true,
-                b'@' => clues.at_sign = true,
-                b'%' if bytes[at + 1..].starts_with(b"40") => clues.at_sign = true,
-                b'b' | b'B' => {
-                    clues.bearer |= starts(at, b"bearer");
-                    clues.basic |= starts(at, b"basic");
-                }
-                b'.' if at > 0
-                    && bytes[at - 1].is_ascii_digit()
-                    && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) =>
-                {
-                    clues.dotted_digits += 1;
-                }
-                _ => {}
-            }
-            digits.step(byte);
-            clues.ipv6_run |= run.step(byte);
-            clues.sensitive_name |= name.step(byte);
-            at += 1;
+        let colons = memchr::memchr_iter(b':', bytes).count();
+        let (digit_chain, sensitive_name) = digit_chain_and_names(bytes);
+        Clues {
+            bearer: has_word(bytes, b"bearer"),
+            basic: has_word(bytes, b"basic"),
+            jwt: JWT_START.find(bytes).is_some(),
+            at_sign: memchr::memchr(b'@', bytes).is_some() || ESCAPED_AT.find(bytes).is_some(),
+            colons,
+            equals: memchr::memchr(b'=', bytes).is_some(),
+            dotted_digits: memchr::memchr_iter(b'.', bytes)
+                .filter(|&at| {
+                    at > 0
+                        && bytes[at - 1].is_ascii_digit()
+                        && bytes.get(at + 1).is_some_and(u8::is_ascii_digit)
+                })
+                .count(),
+            digit_chain,
+            ipv6_run: colons >= 2 && has_ipv6_run(bytes),
+            sensitive_name,
         }
-        clues.jwt = text.contains("eyJ");
-        clues.digit_chain = digits.longest;
-        clues.sensitive_name |= name.ends_sensitive();
-        clues
     }
 
     /// The clues as separate scans, one per clue: what the one pass is tested against.
@@ -148,11 +110,26 @@ impl Clues {
             colons: bytes.iter().filter(|b| **b == b':').count(),
             equals: bytes.contains(&b'='),
             dotted_digits,
-            digit_chain: {
-                let mut digits = DigitChain::default();
-                bytes.iter().for_each(|&byte| digits.step(byte));
-                digits.longest
-            },
+            // From every digit, the chain it starts: digits, each after the last or after
+            // one space or dash following it.
+            digit_chain: (0..bytes.len())
+                .map(|start| {
+                    let mut at = start;
+                    let mut count = 0;
+                    while at < bytes.len() && bytes[at].is_ascii_digit() {
+                        count += 1;
+                        at += 1;
+                        if at + 1 < bytes.len()
+                            && matches!(bytes[at], b' ' | b'-')
+                            && bytes[at + 1].is_ascii_digit()
+                        {
+                            at += 1;
+                        }
+                    }
+                    count
+                })
+                .max()
+                .unwrap_or(0),
             ipv6_run: {
                 let in_run = |b: &u8| b.is_ascii_hexdigit() || *b == b':' || *b == b'.';
                 let glues = |b: u8| in_run(&b) || b.is_ascii_alphanumeric() || b == b'_';
@@ -201,163 +178,133 @@ impl Clues {
     }
 }
 
-/// A letter that a run taken whole may hold: every ASCII letter but `b` and `B`, which may
-/// start `bearer` or `basic` (the other clues see a letter only as a letter).
-const LETTER: u8 = 1;
-/// A letter that is not a hex digit.
-const NOT_HEX: u8 = 2;
+/// The start of a JWT's header (`{"` in base64url), searched for as is.
+static JWT_START: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"eyJ"));
+/// `@` percent-encoded.
+static ESCAPED_AT: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"%40"));
 
-/// `LETTER` and `NOT_HEX` of every byte.
-static LETTER_CLASSES: [u8; 256] = {
+/// Whether `word` (lower case, starting with `b`) is in `bytes`, in any case.
+fn has_word(bytes: &[u8], word: &[u8]) -> bool {
+    memchr::memchr2_iter(b'b', b'B', bytes).any(|at| {
+        bytes
+            .get(at..at + word.len())
+            .is_some_and(|here| here.eq_ignore_ascii_case(word))
+    })
+}
+
+/// A digit.
+const DIGIT: u8 = 1;
+/// A letter or a digit: part of a name's letters.
+const ALPHANUMERIC: u8 = 2;
+/// `_ . - [ ]`: part of a name (`NAMED_VALUE`'s), not of its letters.
+const NAME_SEPARATOR: u8 = 4;
+/// A space or a dash: one may stand between two digits of a chain.
+const CHAIN_GAP: u8 = 8;
+
+/// The classes of every byte.
+static CLASSES: [u8; 256] = {
     let mut classes = [0; 256];
     let mut byte = 0;
     while byte < 256 {
-        let letter = byte as u8;
-        if letter.is_ascii_alphabetic() && letter != b'b' && letter != b'B' {
-            classes[byte] = LETTER
-                | if letter.is_ascii_hexdigit() {
-                    0
-                } else {
-                    NOT_HEX
-                };
+        let value = byte as u8;
+        let mut class = 0;
+        if value.is_ascii_digit() {
+            class |= DIGIT;
         }
+        if value.is_ascii_alphanumeric() {
+            class |= ALPHANUMERIC;
+        }
+        if matches!(value, b'_' | b'.' | b'-' | b'[' | b']') {
+            class |= NAME_SEPARATOR;
+        }
+        if matches!(value, b' ' | b'-') {
+            class |= CHAIN_GAP;
+        }
+        classes[byte] = class;
         byte += 1;
     }
     classes
 };
 
-/// How many bytes from the start are `LETTER`s, and whether one of them is not a hex digit.
-fn letter_run(bytes: &[u8]) -> (usize, bool) {
-    let mut not_hex = 0;
-    for (count, &byte) in bytes.iter().enumerate() {
-        let class = LETTER_CLASSES[usize::from(byte)];
-        if class & LETTER == 0 {
-            return (count, not_hex != 0);
-        }
-        not_hex |= class & NOT_HEX;
-    }
-    (bytes.len(), not_hex != 0)
-}
-
 /// The most digits in one chain where two digits are adjacent or have one space or dash
-/// between them (what `CARD_CANDIDATE` needs 13 of), counted a byte at a time.
-#[derive(Default)]
-struct DigitChain {
-    longest: usize,
-    chain: usize,
-    previous_digit: bool,
-}
-
-impl DigitChain {
-    fn step(&mut self, byte: u8) {
-        if byte.is_ascii_digit() {
-            self.chain += 1;
-            self.longest = self.longest.max(self.chain);
-            self.previous_digit = true;
-        } else if matches!(byte, b' ' | b'-') && self.previous_digit {
-            self.previous_digit = false;
+/// between them (what `CARD_CANDIDATE` needs 13 of), and whether a run of name characters ends
+/// like a sensitive name: both a step per byte, so in one loop.
+fn digit_chain_and_names(bytes: &[u8]) -> (usize, bool) {
+    let mut longest = 0;
+    let mut chain = 0;
+    let mut previous_digit = false;
+    // The letters and digits of the current name, the last eight lower-cased in a register.
+    let mut last_eight = 0u64;
+    let mut sensitive = false;
+    for &byte in bytes {
+        let class = CLASSES[usize::from(byte)];
+        let digit = class & DIGIT != 0;
+        chain = if digit {
+            chain + 1
+        } else if class & CHAIN_GAP != 0 && previous_digit {
+            chain
         } else {
-            self.chain = 0;
-            self.previous_digit = false;
+            0
+        };
+        longest = longest.max(chain);
+        previous_digit = digit;
+        if class & ALPHANUMERIC != 0 {
+            last_eight = last_eight << 8 | u64::from(byte.to_ascii_lowercase());
+        } else if class & NAME_SEPARATOR == 0 && last_eight != 0 {
+            sensitive = sensitive || ends_sensitive(last_eight);
+            last_eight = 0;
         }
     }
-
-    /// What `step` over a run of letters leaves.
-    fn letters(&mut self) {
-        self.chain = 0;
-        self.previous_digit = false;
-    }
+    (longest, sensitive || ends_sensitive(last_eight))
 }
 
-/// Runs of hex digits, `:` and `.`, a byte at a time: whether one that can start an IPv6
-/// candidate has reached two colons. A candidate lies inside one run and starts where its run
-/// starts (anything before it inside the run would glue onto it), with at most four hex digits
-/// before its first colon; so a run counts when nothing glues onto it from the left (a letter,
-/// a digit or `_`) and its first colon comes after at most four hex digits.
-#[derive(Default)]
-struct HexRun {
-    inside: bool,
-    can_start: bool,
-    lead: u8,
-    colons: u8,
-    previous: u8,
+/// Whether a name whose last eight letters and digits (lower-cased) are `last_eight` ends
+/// like a sensitive name.
+fn ends_sensitive(last_eight: u64) -> bool {
+    last_eight != 0
+        && SENSITIVE_TAILS
+            .iter()
+            .any(|&(mask, tail)| last_eight & mask == tail)
 }
 
-impl HexRun {
-    fn step(&mut self, byte: u8) -> bool {
-        let previous = std::mem::replace(&mut self.previous, byte);
-        if !(byte.is_ascii_hexdigit() || byte == b':' || byte == b'.') {
-            self.inside = false;
-            return false;
+/// Whether a run of hex digits, `:` and `.` can start an IPv6 candidate: nothing glues onto it
+/// from the left (a letter, a digit or `_`), at most four hex digits come before its first
+/// colon, and it holds two colons. Such a run holds a colon, so runs are found from colons;
+/// each is walked once.
+fn has_ipv6_run(bytes: &[u8]) -> bool {
+    let in_run = |byte: u8| byte.is_ascii_hexdigit() || byte == b':' || byte == b'.';
+    let mut walked_to = 0;
+    for colon in memchr::memchr_iter(b':', bytes) {
+        if colon < walked_to {
+            continue;
         }
-        if !self.inside {
-            self.inside = true;
-            self.colons = 0;
-            self.lead = 0;
-            self.can_start = !(previous.is_ascii_alphanumeric() || previous == b'_');
+        let mut start = colon;
+        while start > 0 && in_run(bytes[start - 1]) {
+            start -= 1;
         }
-        match byte {
-            b':' => self.colons = self.colons.saturating_add(1),
-            b'.' if self.colons == 0 => self.can_start = false,
-            b'.' => {}
-            _ if self.colons == 0 => {
-                self.lead = self.lead.saturating_add(1);
-                self.can_start &= self.lead <= 4;
-            }
-            _ => {}
+        let mut end = colon + 1;
+        while end < bytes.len() && in_run(bytes[end]) {
+            end += 1;
         }
-        self.can_start && self.colons >= 2
-    }
-
-    /// What `step` over a run of letters, one of them not a hex digit, leaves: that letter
-    /// ends the run it is in, and a run its hex letters start after it is glued on; a run
-    /// the letters continue that can already report did so at its second colon. So no
-    /// letter reports, and a run still open at the end cannot start a candidate.
-    fn letters(&mut self, letters: &[u8]) {
-        let last = letters[letters.len() - 1];
-        self.inside = last.is_ascii_hexdigit();
-        self.can_start = false;
-        self.colons = 0;
-        self.lead = 0;
-        self.previous = last;
-    }
-}
-
-/// The letters and digits of the current run of name characters (`NAMED_VALUE`'s), the last
-/// eight lower-cased in a register; checked against the sensitive names where the run ends.
-#[derive(Default)]
-struct NameTail {
-    last_eight: u64,
-}
-
-impl NameTail {
-    fn step(&mut self, byte: u8) -> bool {
-        if byte.is_ascii_alphanumeric() {
-            self.last_eight = self.last_eight << 8 | u64::from(byte.to_ascii_lowercase());
-            false
-        } else if matches!(byte, b'_' | b'.' | b'-' | b'[' | b']') {
-            false
-        } else {
-            let sensitive = self.ends_sensitive();
-            self.last_eight = 0;
-            sensitive
+        walked_to = end;
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue;
+        }
+        let run = &bytes[start..end];
+        let lead = run
+            .iter()
+            .take_while(|byte| byte.is_ascii_hexdigit())
+            .count();
+        if lead <= 4
+            && run.get(lead) == Some(&b':')
+            && memchr::memchr_iter(b':', run).nth(1).is_some()
+        {
+            return true;
         }
     }
-
-    /// What `step` over a run of letters leaves (a letter never ends a name).
-    fn letters(&mut self, letters: &[u8]) {
-        let tail = &letters[letters.len().saturating_sub(8)..];
-        for &letter in tail {
-            self.last_eight = self.last_eight << 8 | u64::from(letter.to_ascii_lowercase());
-        }
-    }
-
-    fn ends_sensitive(&self) -> bool {
-        self.last_eight != 0
-            && SENSITIVE_TAILS
-                .iter()
-                .any(|&(mask, tail)| self.last_eight & mask == tail)
-    }
+    false
 }
 
 /// Each sensitive name's last eight bytes (or fewer), as `NameTail` holds them, with its mask.

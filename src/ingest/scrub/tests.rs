@@ -294,15 +294,15 @@ fn markers_keep_the_later_passes_running() {
 
 proptest! {
     #[test]
-    fn one_pass_finds_the_clues_separate_scans_find(
+    fn the_clues_are_those_separate_scans_find(
         text in "([bBaAsSiIcCeErRyYJj@%40:=. 0-9x_\\[\\]-]|token|PHONE|Session|_key|authorization|::|f:){0,60}",
     ) {
         prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
     }
 
-    // Runs of letters, hex or not, are taken whole: around every kind of byte a clue reads.
+    // Words, hex or not, around every kind of byte a clue reads.
     #[test]
-    fn runs_of_letters_leave_the_clues_separate_scans_find(
+    fn words_and_punctuation_give_the_clues_separate_scans_find(
         text in "([a-zA-Z]{1,12}|[a-fA-F]{1,6}|[ :=.@%_()/0-9\\[\\]-]|eyJ|Bearer|fe80::|40|password){0,40}",
     ) {
         prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
