@@ -307,7 +307,8 @@ fn has_ipv6_run(bytes: &[u8]) -> bool {
     false
 }
 
-/// Each sensitive name's last eight bytes (or fewer), as `NameTail` holds them, with its mask.
+/// Each sensitive name's last eight bytes (or fewer), as `digit_chain_and_names` holds a name's
+/// tail, with its mask.
 static SENSITIVE_TAILS: LazyLock<Vec<(u64, u64)>> = LazyLock::new(|| {
     SENSITIVE_NAMES
         .iter()
