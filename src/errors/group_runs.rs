@@ -31,17 +31,22 @@ fn prefix(org: &str, group: &str) -> String {
     format!("{org}/{group}/")
 }
 
-/// The run that holds `id` if any does: the one with the greatest key at or before it.
-fn run_at(runs: &Runs<'_>, prefix: &str, id: &str) -> Result<Option<(String, String)>, StoreError> {
+/// The key of the run that holds `id` if any does: the greatest key at or before it.
+fn run_key_at(runs: &Runs<'_>, prefix: &str, id: &str) -> Result<Option<String>, StoreError> {
     let upto = format!("{prefix}{id}");
-    let found = runs.range::<&str>(prefix..=upto.as_str())?.next_back();
-    Ok(match found {
-        Some(entry) => {
-            let (key, value) = entry?;
-            Some((key.value().to_string(), value.value().to_string()))
-        }
-        None => None,
-    })
+    match runs.range::<&str>(prefix..=upto.as_str())?.next_back() {
+        Some(entry) => Ok(Some(entry?.0.value().to_string())),
+        None => Ok(None),
+    }
+}
+
+/// The run that holds `id` if any does, with its ids.
+fn run_at(runs: &Runs<'_>, prefix: &str, id: &str) -> Result<Option<(String, String)>, StoreError> {
+    let Some(key) = run_key_at(runs, prefix, id)? else {
+        return Ok(None);
+    };
+    let run = runs.get(key.as_str())?.map(|run| run.value().to_string());
+    Ok(run.map(|run| (key, run)))
 }
 
 /// The group's first or last run.
@@ -155,12 +160,7 @@ pub fn remove_all(
     let prefix = prefix(org, group);
     let mut by_run: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for id in ids {
-        let upto = format!("{prefix}{id}");
-        if let Some(entry) = runs
-            .range::<&str>(prefix.as_str()..=upto.as_str())?
-            .next_back()
-        {
-            let key = entry?.0.value().to_string();
+        if let Some(key) = run_key_at(runs, &prefix, id)? {
             by_run.entry(key).or_default().push(id);
         }
     }
