@@ -171,7 +171,9 @@ fn checked_chunks(fields: Vec<(String, bool, Bytes)>) -> Result<Vec<(String, Byt
                 .into());
             }
             let chunk = match gzip {
-                true => Bytes::from(body::decode(&bytes, Encoding::Gzip, artifacts::CHUNK_SIZE)?),
+                true => Bytes::from(
+                    body::decode(&bytes, Encoding::Gzip, artifacts::CHUNK_SIZE)?.into_owned(),
+                ),
                 false if bytes.len() > artifacts::CHUNK_SIZE => {
                     return Err(body::too_large(artifacts::CHUNK_SIZE));
                 }

@@ -15,7 +15,8 @@ use serde_json::json;
 use super::envelope;
 use super::{CompatError, otlp, otlp_proto};
 use crate::alerting::SpikeWake;
-use crate::http::extract::{media_type, read_body};
+use crate::http::body_buffers::read_body_reused;
+use crate::http::extract::media_type;
 use crate::http::{ApiError, problems};
 use crate::ingest::Ingest;
 use crate::ingest::api_decoded::accept_decoded;
@@ -46,7 +47,7 @@ pub async fn post_traces(
     let (mut parts, body) = request.into_parts();
     crate::ingest::body::check_declared_length(&parts.headers, MAX_OTLP_BYTES)?;
     crate::ingest::gate::require_key(&ingest, &parts)?;
-    let raw = read_body(body, ingest.body_rules(MAX_OTLP_BYTES)).await?;
+    let raw = read_body_reused(body, ingest.body_rules(MAX_OTLP_BYTES)).await?;
     let encoding = envelope::content_encoding(&parts.headers)?;
     let format = format(&parts.headers)?;
     let telemetry = ingest

@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 use super::envelope::{self, MAX_ENVELOPE_BYTES, MAX_ITEM_BYTES};
 use super::{CompatError, project_id, sentry_event, sentry_other, sentry_spans};
 use crate::alerting::SpikeWake;
-use crate::http::extract::read_body;
+use crate::http::body_buffers::read_body_reused;
 use crate::http::{ApiError, problems};
 use crate::ingest::Ingest;
 use crate::ingest::api_decoded::{DecodedTelemetry, accept_decoded};
@@ -113,7 +113,7 @@ async fn receive(
     if project.parse::<u32>().ok() != Some(project_id(&org)) {
         return Err(CompatError::WrongProject.into());
     }
-    let raw = read_body(body, ingest.body_rules(limit)).await?;
+    let raw = read_body_reused(body, ingest.body_rules(limit)).await?;
     let encoding = envelope::content_encoding(&parts.headers)?;
     media_type(&parts.headers)?;
     let read = ingest

@@ -85,8 +85,9 @@ pub async fn resolve_batch(
     let org = org.clone();
     let resolved = store
         .read(move |txn| {
+            let mut releases = resolve::ReleasesWithMaps::default();
             for event in &mut events {
-                resolve::resolve_for_storing(txn, &org, event)?;
+                resolve::resolve_for_storing(txn, &org, event, &mut releases)?;
             }
             Ok::<_, StoreError>(events)
         })

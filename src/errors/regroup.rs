@@ -182,11 +182,12 @@ fn scan_step(txn: &ReadTransaction, org: &OrgId, job: &Job) -> Result<Scanned, S
         false => rows.last().map(|(key, _)| key.clone()),
     };
     let mut candidates = Vec::new();
+    let mut releases = resolve::ReleasesWithMaps::default();
     for (_, mut event) in rows {
         if event.release.as_deref() != Some(job.release.as_str()) || event.group_id.is_none() {
             continue;
         }
-        if resolve::resolve_for_storing(txn, org, &mut event)? {
+        if resolve::resolve_for_storing(txn, org, &mut event, &mut releases)? {
             let fingerprint = db::fingerprint_of(&event);
             candidates.push((event, fingerprint));
         }

@@ -46,7 +46,8 @@ pub fn resolve_frames(
     release: Option<&str>,
     frames: &mut [Value],
 ) -> Result<bool, StoreError> {
-    match lookups(txn, org, release, frames)? {
+    let mut releases = ReleasesWithMaps::default();
+    match lookups(txn, org, (release, &mut releases), frames)? {
         Some(release) => resolve_with_maps(txn, org, release, frames),
         None => Ok(false),
     }
@@ -59,11 +60,11 @@ pub fn resolve_frames(
 fn lookups<'a>(
     txn: &ReadTransaction,
     org: &OrgId,
-    release: Option<&'a str>,
+    (release, releases): (Option<&'a str>, &mut ReleasesWithMaps),
     frames: &[Value],
 ) -> Result<Option<Option<&'a str>>, StoreError> {
     let release = match release {
-        Some(release) if sourcemaps::release_has_maps(txn, org, release)? => Some(release),
+        Some(release) if releases.has_maps(txn, org, release)? => Some(release),
         _ => None,
     };
     let by_debug_id = frames.iter().any(|frame| frame.get("debug_id").is_some());
@@ -133,29 +134,52 @@ pub fn resolve_for_reading(
     }
 }
 
-/// Resolves an event's frames before it is stored. Frames derived from the stack are kept
+/// Resolves an event's frames before it is stored; `releases` is shared by the events read in
+/// one transaction. Frames derived from the stack are kept
 /// only when a map resolved some of them; otherwise they stay unstored (a parse of the stack
 /// gives them back).
 pub fn resolve_for_storing(
     txn: &ReadTransaction,
     org: &OrgId,
     event: &mut ErrorEvent,
+    releases: &mut ReleasesWithMaps,
 ) -> Result<bool, StoreError> {
-    let release = event.release.clone();
     let sent = event.frames.as_deref().unwrap_or_default();
     // Derived frames never carry a debug id: without maps for the release, nothing resolves.
-    let Some(release) = lookups(txn, org, release.as_deref(), sent)? else {
+    let found = lookups(txn, org, (event.release.as_deref(), releases), sent)?;
+    let Some(release) = found.map(|release| release.map(str::to_string)) else {
         return Ok(false);
     };
     let derived = event.frames.is_none();
     let changed = match event.frames_mut() {
-        Some(frames) => resolve_with_maps(txn, org, release, frames)?,
+        Some(frames) => resolve_with_maps(txn, org, release.as_deref(), frames)?,
         None => false,
     };
     if derived && !changed {
         event.frames = None;
     }
     Ok(changed)
+}
+
+/// Whether each release seen has source maps, looked up once per batch of events rather than
+/// once per event (most batches hold a few releases).
+#[derive(Debug, Default)]
+pub struct ReleasesWithMaps(HashMap<String, bool>);
+
+impl ReleasesWithMaps {
+    fn has_maps(
+        &mut self,
+        txn: &ReadTransaction,
+        org: &OrgId,
+        release: &str,
+    ) -> Result<bool, StoreError> {
+        if let Some(known) = self.0.get(release) {
+            return Ok(*known);
+        }
+        let has = sourcemaps::release_has_maps(txn, org, release)?;
+        self.0.insert(release.to_string(), has);
+        Ok(has)
+    }
 }
 
 /// The decoded map of `release` for `file`, by exact name, then by path.

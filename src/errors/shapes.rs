@@ -70,10 +70,10 @@ impl<'a> Facts<'a> {
     }
 
     /// As `Frame::to_json` would show the frame.
-    fn of_parsed(frame: &'a Frame) -> Facts<'a> {
+    fn of_parsed(frame: &Frame<'a>) -> Facts<'a> {
         Facts {
-            file: Some(&frame.file),
-            function: frame.function.as_deref(),
+            file: Some(frame.file),
+            function: frame.function,
             in_app: None,
             has_line: frame.line.is_some(),
             is_async: frame.is_async,

@@ -13,22 +13,22 @@ use serde_json::{Map, Value};
 /// Frames kept from one stack; browsers print at most a few dozen (V8 keeps 10 by default).
 pub const MAX_FRAMES: usize = 128;
 
-/// One stack frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+/// One stack frame, borrowing the stack's text (parsing allocates nothing per frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
     /// URL or path of the script; `[native code]` / `<anonymous>` for frames without one.
-    pub file: String,
+    pub file: &'a str,
     pub line: Option<u32>,
     pub column: Option<u32>,
-    pub function: Option<String>,
+    pub function: Option<&'a str>,
     /// An `await` continuation (V8 `at async f`, Gecko `async*f`).
     pub is_async: bool,
     /// Code run by `eval` or `new Function`; the location is that of the caller.
     pub is_eval: bool,
 }
 
-impl Frame {
-    fn new(file: String, line: Option<u32>, column: Option<u32>) -> Frame {
+impl<'a> Frame<'a> {
+    fn new(file: &'a str, line: Option<u32>, column: Option<u32>) -> Frame<'a> {
         Frame {
             file,
             line,
@@ -43,15 +43,15 @@ impl Frame {
     /// `"async"` / `"eval"` when set.
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();
-        object.insert("file".into(), Value::from(self.file.clone()));
+        object.insert("file".into(), Value::from(self.file));
         if let Some(line) = self.line {
             object.insert("line".into(), Value::from(line));
         }
         if let Some(column) = self.column {
             object.insert("column".into(), Value::from(column));
         }
-        if let Some(function) = &self.function {
-            object.insert("function".into(), Value::from(function.clone()));
+        if let Some(function) = self.function {
+            object.insert("function".into(), Value::from(function));
         }
         if self.is_async {
             object.insert("async".into(), Value::Bool(true));
@@ -66,7 +66,7 @@ impl Frame {
 /// Parses a stack in any of the three formats. V8 stacks are recognised by their `at ` lines
 /// (their first line is the message, which may contain anything); everything else is read
 /// as Gecko/JavaScriptCore `function@location` lines.
-pub fn parse(stack: &str) -> Vec<Frame> {
+pub fn parse(stack: &str) -> Vec<Frame<'_>> {
     let is_v8 = stack
         .lines()
         .any(|line| line.trim_start().starts_with("at "));
@@ -85,7 +85,7 @@ pub fn parse(stack: &str) -> Vec<Frame> {
 }
 
 /// `at [async ][function ](location)` or `at [async ]location`.
-fn parse_v8_line(line: &str) -> Option<Frame> {
+fn parse_v8_line(line: &str) -> Option<Frame<'_>> {
     let rest = line.strip_prefix("at ")?.trim();
     let (is_async, rest) = match rest.strip_prefix("async ") {
         Some(rest) => (true, rest.trim_start()),
@@ -96,7 +96,7 @@ fn parse_v8_line(line: &str) -> Option<Frame> {
         None => (None, rest),
     };
     let mut frame = parse_v8_location(location)?;
-    frame.function = function.filter(|f| !f.is_empty()).map(str::to_string);
+    frame.function = function.filter(|f| !f.is_empty());
     frame.is_async = is_async;
     Some(frame)
 }
@@ -124,7 +124,7 @@ fn matching_open_paren(text: &str) -> Option<usize> {
 
 /// A V8 location: `url:line:col`, `url:line`, `native`, `<anonymous>`, or
 /// `eval at f (location), <anonymous>:l:c` (possibly nested).
-fn parse_v8_location(location: &str) -> Option<Frame> {
+fn parse_v8_location(location: &str) -> Option<Frame<'_>> {
     if location.trim().is_empty() {
         return None;
     }
@@ -158,7 +158,7 @@ fn matching_close_paren(text: &str, open: usize) -> Option<usize> {
 }
 
 /// `file:line:column`, `file:line` or `file` (read from the end: URLs hold colons too).
-fn split_location(location: &str) -> Frame {
+fn split_location(location: &str) -> Frame<'_> {
     let number = |text: &str| text.parse::<u32>().ok();
     if let Some((head, last)) = location.rsplit_once(':')
         && let Some(last) = number(last)
@@ -167,19 +167,19 @@ fn split_location(location: &str) -> Frame {
             && let Some(line) = number(line)
             && !file.is_empty()
         {
-            return Frame::new(file.to_string(), Some(line), Some(last));
+            return Frame::new(file, Some(line), Some(last));
         }
         if !head.is_empty() && !head.ends_with('/') {
-            return Frame::new(head.to_string(), Some(last), None);
+            return Frame::new(head, Some(last), None);
         }
     }
-    Frame::new(location.to_string(), None, None)
+    Frame::new(location, None, None)
 }
 
 /// Gecko and JavaScriptCore: `function@location`, `@location`, a bare `location` (Safari's
 /// anonymous frames) or `[native code]`. Gecko prints eval'd code as
 /// `url line N > eval:l:c` (or `> Function`), whose real location is `url:N`.
-fn parse_gecko_line(line: &str) -> Option<Frame> {
+fn parse_gecko_line(line: &str) -> Option<Frame<'_>> {
     if line.is_empty() {
         return None;
     }
@@ -191,12 +191,12 @@ fn parse_gecko_line(line: &str) -> Option<Frame> {
         return None;
     }
     let mut frame = if location == "[native code]" {
-        Frame::new(location.to_string(), None, None)
+        Frame::new(location, None, None)
     } else if let Some((file, after)) = location.split_once(" line ")
         && after.contains('>')
     {
         let line = after.split(' ').next().and_then(|n| n.parse().ok());
-        let mut frame = Frame::new(file.to_string(), line, None);
+        let mut frame = Frame::new(file, line, None);
         frame.is_eval = true;
         frame
     } else {
@@ -214,7 +214,7 @@ fn parse_gecko_line(line: &str) -> Option<Frame> {
         function = rest;
     }
     if !function.is_empty() {
-        frame.function = Some(function.to_string());
+        frame.function = Some(function);
     }
     Some(frame)
 }

@@ -119,7 +119,7 @@ proptest! {
             prop_assert_eq!(&frame.file, url);
             prop_assert_eq!(frame.line, Some(*line));
             prop_assert_eq!(frame.column, Some(*column));
-            prop_assert_eq!(&frame.function, function);
+            prop_assert_eq!(frame.function, function.as_deref());
             prop_assert_eq!(frame.is_async, *is_async && function.is_some());
         }
     }
@@ -139,7 +139,7 @@ proptest! {
         for (frame, (function, url, line, column)) in parsed.iter().zip(&frames) {
             prop_assert_eq!(&frame.file, url);
             prop_assert_eq!((frame.line, frame.column), (Some(*line), Some(*column)));
-            prop_assert_eq!(&frame.function, function);
+            prop_assert_eq!(frame.function, function.as_deref());
         }
     }
 }

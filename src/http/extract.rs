@@ -29,23 +29,40 @@ pub struct BodyRules {
 pub async fn read_body(body: Body, rules: BodyRules) -> Result<Bytes, ApiError> {
     let limited = Limited::new(body, rules.max_bytes);
     match tokio::time::timeout(rules.read_timeout, limited.collect()).await {
-        Err(_) => Err(ApiError::new(
-            ErrorCode::RequestTimeout,
-            format!(
-                "the request body did not arrive within {} s",
-                rules.read_timeout.as_secs()
-            ),
-        )),
+        Err(_) => Err(body_too_slow(rules.read_timeout)),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
-            ErrorCode::BodyTooLarge,
-            format!("the request body exceeds {} bytes", rules.max_bytes),
-        )),
-        Ok(Err(_)) => Err(ApiError::new(
-            ErrorCode::InvalidPayload,
-            "the request body could not be read",
-        )),
+        Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(body_too_large(rules.max_bytes))
+        }
+        Ok(Err(_)) => Err(body_unreadable()),
     }
+}
+
+/// 408: the body did not arrive within `read_timeout`.
+pub(super) fn body_too_slow(read_timeout: Duration) -> ApiError {
+    ApiError::new(
+        ErrorCode::RequestTimeout,
+        format!(
+            "the request body did not arrive within {} s",
+            read_timeout.as_secs()
+        ),
+    )
+}
+
+/// 413: the body is longer than `max_bytes`.
+pub fn body_too_large(max_bytes: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::BodyTooLarge,
+        format!("the request body exceeds {max_bytes} bytes"),
+    )
+}
+
+/// 400: the connection failed while the body was read.
+pub(super) fn body_unreadable() -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidPayload,
+        "the request body could not be read",
+    )
 }
 
 /// A JSON request body, deserialised into `T`.

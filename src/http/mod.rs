@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every capability: the error catalogue, extractors, middleware,
 //! metrics, the embedded UI and browser SDK, and the connection loop. Knows no capability.
 
+pub mod body_buffers;
 pub mod destination;
 pub mod edge;
 pub mod error;

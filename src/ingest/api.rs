@@ -27,7 +27,7 @@ use crate::accounts::model::OrgId;
 use crate::alerting::SpikeWake;
 use crate::auth::Auth;
 use crate::clock::Timestamp;
-use crate::http::extract::read_body;
+use crate::http::body_buffers::read_body_reused;
 use crate::http::problems;
 use crate::http::{ApiError, ClientAddr, ErrorCode};
 use crate::store::StoreError;
@@ -140,7 +140,7 @@ async fn receive<T: Send + 'static>(
     // gets its answer without the server holding any of its bytes.
     body::check_declared_length(&parts.headers, settings.max_body_bytes)?;
     gate::require_key(ingest, &parts)?;
-    let raw = read_body(body, ingest.body_rules(settings.max_body_bytes)).await?;
+    let raw = read_body_reused(body, ingest.body_rules(settings.max_body_bytes)).await?;
     let encoding = body::encoding(&parts.headers)?;
     body::media_type(&parts.headers, false)?;
     let org = ingest.org().await?;
@@ -153,6 +153,9 @@ async fn receive<T: Send + 'static>(
     let parsed = ingest.cpu_work(move || {
         let decoded = body::decode(&raw, encoding, limit)?;
         let mut items = body::parse_batch(&decoded, field)?;
+        // The body's buffer goes back to the stock before the items are read.
+        drop(decoded);
+        drop(raw);
         body::check_count(&items, max_items)?;
         let mut batch = Batch {
             org,

@@ -74,7 +74,8 @@ pub async fn post_sourcemap(
     let encoding = body::encoding(&parts.headers)?;
     let media = body::media_type(&parts.headers, true)?;
     let content_type = body::content_type(&parts.headers);
-    let decoded = blocking(move || body::decode(&raw, encoding, limit)).await?;
+    let decoded =
+        blocking(move || body::decode(&raw, encoding, limit).map(|d| d.into_owned())).await?;
     let upload = match media {
         MediaType::Json => blocking(move || parse_json_upload(&decoded)).await?,
         MediaType::Multipart => parse_multipart(decoded, &content_type).await?,

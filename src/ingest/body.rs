@@ -9,6 +9,7 @@
 //! surrogates and out-of-range numbers (`1e400`) all end as 400 `invalid_payload`. Error
 //! details never quote the body.
 
+use std::borrow::Cow;
 use std::io::Read;
 
 use axum::http::{HeaderMap, header};
@@ -52,12 +53,7 @@ fn unsupported(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::UnsupportedMediaType, detail)
 }
 
-pub fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        ErrorCode::BodyTooLarge,
-        format!("the request body exceeds {limit} bytes"),
-    )
-}
+pub use crate::http::extract::body_too_large as too_large;
 
 fn invalid(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidPayload, detail)
@@ -125,15 +121,21 @@ pub fn media_type(headers: &HeaderMap, allow_multipart: bool) -> Result<MediaTyp
 }
 
 /// The decoded body, at most `limit` bytes (413 beyond; 400 for a stream that does not
-/// decode). Compressed bodies are inflated only up to one byte past the limit, so the size of
-/// what a small compressed body would expand to never matters.
-pub fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Vec<u8>, ApiError> {
+/// decode): the raw bytes themselves when nothing encoded them. Compressed bodies are inflated
+/// only up to one byte past the limit, so the size of what a small compressed body would expand
+/// to never matters.
+pub fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Cow<'_, [u8]>, ApiError> {
+    if encoding == Encoding::Identity {
+        return match raw.len() > limit {
+            true => Err(too_large(limit)),
+            false => Ok(Cow::Borrowed(raw)),
+        };
+    }
     let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
     let mut decoded = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
     let corrupt = |name: &str| invalid(format!("the body is not valid {name}"));
     match encoding {
-        Encoding::Identity if raw.len() > limit => return Err(too_large(limit)),
-        Encoding::Identity => decoded.extend_from_slice(raw),
+        Encoding::Identity => {}
         Encoding::Gzip => {
             flate2::read::MultiGzDecoder::new(raw)
                 .take(cap)
@@ -162,7 +164,7 @@ pub fn decode(raw: &[u8], encoding: Encoding, limit: usize) -> Result<Vec<u8>, A
     if decoded.len() > limit {
         return Err(too_large(limit));
     }
-    Ok(decoded)
+    Ok(Cow::Owned(decoded))
 }
 
 /// Parses any JSON document, reporting only where it broke, never what it held.
@@ -344,12 +346,14 @@ mod tests {
         fn limits_are_exact_for_raw_and_gzip(body in proptest::collection::vec(any::<u8>(), 0..2048), limit in 0usize..2048) {
             let fits = body.len() <= limit;
             let raw = decode(&body, Encoding::Identity, limit);
-            let zipped = decode(&gzip(&body), Encoding::Gzip, limit);
+            let compressed = gzip(&body);
+            let zipped = decode(&compressed, Encoding::Gzip, limit);
             prop_assert_eq!(raw.is_ok(), fits);
             prop_assert_eq!(zipped.is_ok(), fits);
             if fits {
-                prop_assert_eq!(raw.unwrap(), body.clone());
-                prop_assert_eq!(zipped.unwrap(), body);
+                prop_assert!(matches!(raw, Ok(Cow::Borrowed(_))), "raw bytes are not copied");
+                prop_assert_eq!(&*raw.unwrap(), body.as_slice());
+                prop_assert_eq!(&*zipped.unwrap(), body.as_slice());
             } else {
                 prop_assert_eq!(raw.unwrap_err().code, ErrorCode::BodyTooLarge);
                 prop_assert_eq!(zipped.unwrap_err().code, ErrorCode::BodyTooLarge);

@@ -101,7 +101,9 @@ impl Target {
         let document = schema::event_document(fields, org, event);
         log(self.writer.add_document(document).map(drop));
         if self.checkpoint.as_deref().is_none_or(|seen| seen < id) {
-            self.checkpoint = Some(id.to_string());
+            let checkpoint = self.checkpoint.get_or_insert_default();
+            checkpoint.clear();
+            checkpoint.push_str(id);
         }
         self.dirty = true;
         self.added += 1;
