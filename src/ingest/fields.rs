@@ -31,7 +31,10 @@ impl<'a> Fields<'a> {
         self.map.get(name).filter(|value| !value.is_null())
     }
 
-    /// A string field, absent or null meaning `None`.
+    /// A string field, absent or null meaning `None`. Copied, not moved out of the item: a
+    /// copy lies beside the event's other copies, while a moved string stays among the parse's
+    /// freed keys for as long as the event waits for the store and the index, and glibc then
+    /// spends more on its free chunks than the copy costs (docs/benchmarks.md, step 12).
     pub fn text(&self, name: &str) -> Result<Option<String>, String> {
         match self.present(name) {
             None => Ok(None),
