@@ -135,9 +135,8 @@ pub fn resolve_for_reading(
 }
 
 /// Resolves an event's frames before it is stored; `releases` is shared by the events read in
-/// one transaction. Frames derived from the stack are kept
-/// only when a map resolved some of them; otherwise they stay unstored (a parse of the stack
-/// gives them back).
+/// one transaction. Frames derived from the stack are kept only when a map resolved some of
+/// them; otherwise they stay unstored (a parse of the stack gives them back).
 pub fn resolve_for_storing(
     txn: &ReadTransaction,
     org: &OrgId,
