@@ -43,17 +43,11 @@ fuzz_target!(|data: &[u8]| {
 fn check_fields(text: &str, frame: &Frame) {
     assert!(!frame.file.trim().is_empty(), "no file in {frame:?}");
     assert!(!frame.file.contains('\n'), "{frame:?}");
-    assert!(
-        text.contains(frame.file.as_str()),
-        "invented file {frame:?}"
-    );
+    assert!(text.contains(frame.file), "invented file {frame:?}");
     if let Some(function) = &frame.function {
         assert!(!function.is_empty(), "empty function in {frame:?}");
         assert!(!function.contains('\n'), "{frame:?}");
-        assert!(
-            text.contains(function.as_str()),
-            "invented function {frame:?}"
-        );
+        assert!(text.contains(*function), "invented function {frame:?}");
     }
     assert!(
         frame.column.is_none() || frame.line.is_some(),
@@ -64,7 +58,7 @@ fn check_fields(text: &str, frame: &Frame) {
 /// `Frame::to_json` is what ingest stores: its fields mirror the frame's exactly.
 fn check_wire_shape(frame: &Frame) {
     let json = frame.to_json();
-    assert_eq!(json["file"].as_str(), Some(frame.file.as_str()));
+    assert_eq!(json["file"].as_str(), Some(frame.file));
     assert_eq!(
         json.get("line").and_then(|v| v.as_u64()),
         frame.line.map(u64::from)
