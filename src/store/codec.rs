@@ -95,45 +95,105 @@ pub fn encode<R: Record>(record: &R) -> Result<Vec<u8>, StoreError> {
     encode_with(record, None)
 }
 
-/// `encode`, but with `dictionary` (version 4) when there is one.
+/// `encode`, but with `dictionary` (version 4) when there is one. The JSON and the compressed
+/// frame are written in this thread's scratch buffers (`SCRATCH`): the one allocation is the
+/// record's stored bytes, of their exact size.
 pub fn encode_with<R: Record>(
     record: &R,
     dictionary: Option<&'static Dictionary>,
 ) -> Result<Vec<u8>, StoreError> {
-    let mut bytes = Vec::with_capacity(256);
-    bytes.push(CODEC_VERSION);
-    serde_json::to_writer(&mut bytes, record).map_err(|err| StoreError::Corrupt {
-        what: R::KIND,
-        detail: format!("cannot encode: {err}"),
+    SCRATCH.with_borrow_mut(|scratch| {
+        let stored = scratch.encode(record, dictionary);
+        scratch.shrink_after_a_large_record();
+        stored
+    })
+}
+
+/// The largest scratch buffer kept between records: a larger record's is freed after it.
+const SCRATCH_KEPT: usize = 64 << 10;
+
+/// One thread's space for encoding a record.
+#[derive(Default)]
+struct Scratch {
+    json: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+type Context = std::thread::LocalKey<RefCell<zstd::bulk::Compressor<'static>>>;
+
+impl Scratch {
+    fn encode<R: Record>(
+        &mut self,
+        record: &R,
+        dictionary: Option<&'static Dictionary>,
+    ) -> Result<Vec<u8>, StoreError> {
+        let cannot = |err: std::io::Error| StoreError::Corrupt {
+            what: R::KIND,
+            detail: format!("cannot compress: {err}"),
+        };
+        self.json.clear();
+        serde_json::to_writer(&mut self.json, record).map_err(|err| StoreError::Corrupt {
+            what: R::KIND,
+            detail: format!("cannot encode: {err}"),
+        })?;
+        let json = &self.json[..];
+        Ok(match dictionary {
+            Some(dictionary) => {
+                let compressed = compress(
+                    &mut self.compressed,
+                    json,
+                    &DICTIONARY_COMPRESSOR,
+                    Some(dictionary),
+                )
+                .map_err(cannot)?;
+                let id = dictionary.id().to_le_bytes();
+                joined(&[CODEC_VERSION_DICTIONARY], &id, compressed)
+            }
+            None if json.len() <= COMPRESS_ABOVE => joined(&[CODEC_VERSION], &[], json),
+            None => {
+                let compressed =
+                    compress(&mut self.compressed, json, &COMPRESSOR, None).map_err(cannot)?;
+                joined(&[CODEC_VERSION_ZSTD], &[], compressed)
+            }
+        })
+    }
+
+    fn shrink_after_a_large_record(&mut self) {
+        for buffer in [&mut self.json, &mut self.compressed] {
+            if buffer.capacity() > SCRATCH_KEPT {
+                *buffer = Vec::new();
+            }
+        }
+    }
+}
+
+/// Compresses `json` into `into` (its old bytes dropped) with `context`, set to `dictionary`
+/// when there is one, or to none.
+fn compress<'b>(
+    into: &'b mut Vec<u8>,
+    json: &[u8],
+    context: &'static Context,
+    dictionary: Option<&'static Dictionary>,
+) -> std::io::Result<&'b [u8]> {
+    into.clear();
+    into.reserve(zstd::compress_bound(json.len()));
+    context.with_borrow_mut(|compressor| {
+        if let Some(dictionary) = dictionary {
+            compressor.set_prepared_dictionary(dictionary.encoder())?;
+        }
+        // A `Vec` given to zstd as a write buffer is written from its start.
+        compressor.compress_to_buffer(json, into)
     })?;
-    let cannot = |err: std::io::Error| StoreError::Corrupt {
-        what: R::KIND,
-        detail: format!("cannot compress: {err}"),
-    };
-    // A `Vec` given to zstd as a write buffer is written from its start, so the frame is
-    // compressed on its own and appended after the header.
-    if let Some(dictionary) = dictionary {
-        let mut compressed = DICTIONARY_COMPRESSOR
-            .with_borrow_mut(|compressor| {
-                compressor.set_prepared_dictionary(dictionary.encoder())?;
-                compressor.compress(&bytes[1..])
-            })
-            .map_err(cannot)?;
-        let mut frame = Vec::with_capacity(9 + compressed.len());
-        frame.push(CODEC_VERSION_DICTIONARY);
-        frame.extend_from_slice(&dictionary.id().to_le_bytes());
-        frame.append(&mut compressed);
-        return Ok(frame);
-    }
-    if bytes.len() - 1 <= COMPRESS_ABOVE {
-        return Ok(bytes);
-    }
-    let mut frame = vec![CODEC_VERSION_ZSTD];
-    let mut compressed = COMPRESSOR
-        .with_borrow_mut(|compressor| compressor.compress(&bytes[1..]))
-        .map_err(cannot)?;
-    frame.append(&mut compressed);
-    Ok(frame)
+    Ok(&into[..])
+}
+
+/// The stored bytes, `version`, `id` and `body`, in one allocation of their exact size.
+fn joined(version: &[u8], id: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut stored = Vec::with_capacity(version.len() + id.len() + body.len());
+    stored.extend_from_slice(version);
+    stored.extend_from_slice(id);
+    stored.extend_from_slice(body);
+    stored
 }
 
 pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
@@ -202,6 +262,7 @@ fn decompress(frame: &[u8], dictionary: Option<&'static Dictionary>) -> Result<V
 }
 
 thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
     // One context per thread, reused: creating a zstd context costs more than compressing
     // a record.
     static COMPRESSOR: RefCell<zstd::bulk::Compressor<'static>> = RefCell::new(
@@ -256,6 +317,28 @@ mod tests {
         // A record written as plain JSON, however long, still reads.
         let plain = [&[CODEC_VERSION][..], &serde_json::to_vec(&long).unwrap()].concat();
         assert_eq!(decode::<Sample>(&plain).unwrap(), long);
+    }
+
+    #[test]
+    fn records_are_stored_in_exact_allocations_and_the_scratch_stays_small() {
+        let huge = Sample {
+            name: (0..20_000).map(|n| format!("{n:x} ")).collect(),
+            added_later: 3,
+        };
+        let short = Sample {
+            name: "b".into(),
+            added_later: 4,
+        };
+        // One thread's scratch serves each record in turn: nothing of one is left in the next.
+        for record in [&huge, &short, &huge, &short] {
+            let bytes = encode(record).unwrap();
+            assert_eq!(bytes.capacity(), bytes.len());
+            assert_eq!(&decode::<Sample>(&bytes).unwrap(), record);
+            SCRATCH.with_borrow(|scratch| {
+                assert!(scratch.json.capacity() <= SCRATCH_KEPT);
+                assert!(scratch.compressed.capacity() <= SCRATCH_KEPT);
+            });
+        }
     }
 
     #[test]
