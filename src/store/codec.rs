@@ -119,8 +119,6 @@ struct Scratch {
     compressed: Vec<u8>,
 }
 
-type Context = std::thread::LocalKey<RefCell<zstd::bulk::Compressor<'static>>>;
-
 impl Scratch {
     fn encode<R: Record>(
         &mut self,
@@ -139,20 +137,14 @@ impl Scratch {
         let json = &self.json[..];
         Ok(match dictionary {
             Some(dictionary) => {
-                let compressed = compress(
-                    &mut self.compressed,
-                    json,
-                    &DICTIONARY_COMPRESSOR,
-                    Some(dictionary),
-                )
-                .map_err(cannot)?;
+                let compressed =
+                    compress(&mut self.compressed, json, Some(dictionary)).map_err(cannot)?;
                 let id = dictionary.id().to_le_bytes();
                 joined(&[CODEC_VERSION_DICTIONARY], &id, compressed)
             }
             None if json.len() <= COMPRESS_ABOVE => joined(&[CODEC_VERSION], &[], json),
             None => {
-                let compressed =
-                    compress(&mut self.compressed, json, &COMPRESSOR, None).map_err(cannot)?;
+                let compressed = compress(&mut self.compressed, json, None).map_err(cannot)?;
                 joined(&[CODEC_VERSION_ZSTD], &[], compressed)
             }
         })
@@ -167,23 +159,22 @@ impl Scratch {
     }
 }
 
-/// Compresses `json` into `into` (its old bytes dropped) with `context`, set to `dictionary`
-/// when there is one, or to none.
+/// Compresses `json` into `into` (its old bytes dropped), with `dictionary` when there is one.
 fn compress<'b>(
     into: &'b mut Vec<u8>,
     json: &[u8],
-    context: &'static Context,
     dictionary: Option<&'static Dictionary>,
 ) -> std::io::Result<&'b [u8]> {
     into.clear();
     into.reserve(zstd::compress_bound(json.len()));
-    context.with_borrow_mut(|compressor| {
-        if let Some(dictionary) = dictionary {
+    // A `Vec` given to zstd as a write buffer is written from its start.
+    match dictionary {
+        Some(dictionary) => DICTIONARY_COMPRESSOR.with_borrow_mut(|compressor| {
             compressor.set_prepared_dictionary(dictionary.encoder())?;
-        }
-        // A `Vec` given to zstd as a write buffer is written from its start.
-        compressor.compress_to_buffer(json, into)
-    })?;
+            compressor.compress_to_buffer(json, into)
+        }),
+        None => COMPRESSOR.with_borrow_mut(|compressor| compressor.compress_to_buffer(json, into)),
+    }?;
     Ok(&into[..])
 }
 
