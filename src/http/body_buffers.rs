@@ -14,10 +14,9 @@ use std::ops::Deref;
 use std::sync::Mutex;
 
 use axum::body::Body;
-use http_body_util::BodyExt;
 
 use super::error::ApiError;
-use super::extract::{BodyRules, body_too_large, body_too_slow, body_unreadable};
+use super::extract::{BodyRules, read_frames};
 
 /// Buffers kept for the next requests: two CPU threads parse while more bodies stream in.
 pub const STOCK: usize = 16;
@@ -87,26 +86,11 @@ pub async fn read_body_reused(body: Body, rules: BodyRules) -> Result<ReusedBody
 
 async fn read_into(
     mut read: ReusedBody,
-    mut body: Body,
+    body: Body,
     rules: BodyRules,
 ) -> Result<ReusedBody, ApiError> {
-    let copy = async {
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|_| body_unreadable())?;
-            let Ok(data) = frame.into_data() else {
-                continue; // trailers
-            };
-            if read.buffer.len() + data.len() > rules.max_bytes {
-                return Err(body_too_large(rules.max_bytes));
-            }
-            read.buffer.extend_from_slice(&data);
-        }
-        Ok(())
-    };
-    match tokio::time::timeout(rules.read_timeout, copy).await {
-        Err(_) => Err(body_too_slow(rules.read_timeout)),
-        Ok(copied) => copied.map(|()| read),
-    }
+    read_frames(body, rules, &mut read.buffer).await?;
+    Ok(read)
 }
 
 #[cfg(test)]
@@ -118,6 +102,7 @@ mod tests {
 
     use super::*;
     use crate::http::ErrorCode;
+    use crate::http::extract::read_body;
 
     fn rules(max_bytes: usize) -> BodyRules {
         BodyRules {
@@ -160,6 +145,67 @@ mod tests {
         };
         let error = read_body_reused(never, slow).await.unwrap_err();
         assert_eq!(error.code, ErrorCode::RequestTimeout);
+    }
+
+    /// A body that declares `length` up front (as `Content-Length` does) and then yields
+    /// `chunks` and ends, or (`None`) never yields anything.
+    struct Declared {
+        length: u64,
+        chunks: Option<Vec<Bytes>>,
+    }
+
+    impl hyper::body::Body for Declared {
+        type Data = Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+            match self.chunks.as_mut() {
+                None => std::task::Poll::Pending,
+                Some(chunks) if chunks.is_empty() => std::task::Poll::Ready(None),
+                Some(chunks) => {
+                    let chunk = chunks.remove(0);
+                    std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(chunk))))
+                }
+            }
+        }
+
+        fn size_hint(&self) -> hyper::body::SizeHint {
+            hyper::body::SizeHint::with_exact(self.length)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fresh_buffer_is_read_by_the_same_rules_and_takes_a_declared_length_at_once() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|n| (n % 251) as u8).collect();
+        let read = read_body(chunked(&bytes, 7), rules(10_000)).await.unwrap();
+        assert_eq!(read, bytes.as_slice());
+        let over = read_body(chunked(&bytes, 7), rules(9_999)).await;
+        assert_eq!(over.unwrap_err().code, ErrorCode::BodyTooLarge);
+
+        // Declared within the limit: one allocation of that size, never grown.
+        let pieces = bytes.chunks(1000).map(Bytes::copy_from_slice).collect();
+        let mut into = Vec::new();
+        let declared = Declared {
+            length: 10_000,
+            chunks: Some(pieces),
+        };
+        read_frames(Body::new(declared), rules(10_000), &mut into)
+            .await
+            .unwrap();
+        assert_eq!((into.len(), into.capacity()), (10_000, 10_000));
+        assert_eq!(into, bytes);
+
+        // Declared over the limit: 413 at once, before a frame is awaited (this one never
+        // comes, so reading would end at the deadline with 408 instead).
+        let never = Declared {
+            length: 10_001,
+            chunks: None,
+        };
+        let refused = read_body(Body::new(never), rules(10_000)).await;
+        assert_eq!(refused.unwrap_err().code, ErrorCode::BodyTooLarge);
     }
 
     fn own_stock() -> &'static Stock {

@@ -8,11 +8,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header;
 use axum::http::request::Parts;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use ipnet::IpNet;
 use serde::de::DeserializeOwned;
 
@@ -25,21 +25,49 @@ pub struct BodyRules {
     pub read_timeout: Duration,
 }
 
-/// Reads a whole body under `rules`.
+/// Reads a whole body under `rules` into a buffer of its own.
 pub async fn read_body(body: Body, rules: BodyRules) -> Result<Bytes, ApiError> {
-    let limited = Limited::new(body, rules.max_bytes);
-    match tokio::time::timeout(rules.read_timeout, limited.collect()).await {
-        Err(_) => Err(body_too_slow(rules.read_timeout)),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(body_too_large(rules.max_bytes))
+    let mut bytes = Vec::new();
+    read_frames(body, rules, &mut bytes).await?;
+    Ok(Bytes::from(bytes))
+}
+
+/// Appends a whole body to `into` under `rules`, chunk by chunk as it arrives: 413 before a
+/// chunk that would pass the byte limit is copied, 408 when the whole read passes its deadline.
+/// A declared length within the limit is reserved up front, so a large body grows no buffer.
+pub(super) async fn read_frames(
+    mut body: Body,
+    rules: BodyRules,
+    into: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    let declared = body.size_hint().exact().unwrap_or(0);
+    let declared = usize::try_from(declared).unwrap_or(usize::MAX);
+    if declared > rules.max_bytes {
+        return Err(body_too_large(rules.max_bytes));
+    }
+    into.reserve(declared);
+    let start = into.len();
+    let copy = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| body_unreadable())?;
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            if into.len() - start + data.len() > rules.max_bytes {
+                return Err(body_too_large(rules.max_bytes));
+            }
+            into.extend_from_slice(&data);
         }
-        Ok(Err(_)) => Err(body_unreadable()),
+        Ok(())
+    };
+    match tokio::time::timeout(rules.read_timeout, copy).await {
+        Err(_) => Err(body_too_slow(rules.read_timeout)),
+        Ok(copied) => copied,
     }
 }
 
 /// 408: the body did not arrive within `read_timeout`.
-pub(super) fn body_too_slow(read_timeout: Duration) -> ApiError {
+fn body_too_slow(read_timeout: Duration) -> ApiError {
     ApiError::new(
         ErrorCode::RequestTimeout,
         format!(
@@ -58,7 +86,7 @@ pub fn body_too_large(max_bytes: usize) -> ApiError {
 }
 
 /// 400: the connection failed while the body was read.
-pub(super) fn body_unreadable() -> ApiError {
+fn body_unreadable() -> ApiError {
     ApiError::new(
         ErrorCode::InvalidPayload,
         "the request body could not be read",
