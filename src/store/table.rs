@@ -189,6 +189,7 @@ impl<R: Record> RecordTable<R> {
     pub fn writer<'t>(&self, txn: &'t WriteTransaction) -> Result<RecordWriter<'t, R>, StoreError> {
         Ok(RecordWriter {
             table: txn.open_table(self.def)?,
+            row: Vec::new(),
             record: PhantomData,
         })
     }
@@ -222,6 +223,8 @@ impl<R: Record> RecordTable<R> {
 /// refuses that).
 pub struct RecordWriter<'t, R> {
     table: Table<'t, &'static str, &'static [u8]>,
+    /// Where a tagged row is put together, kept from one row to the next.
+    row: Vec<u8>,
     record: PhantomData<fn() -> R>,
 }
 
@@ -239,8 +242,8 @@ impl<R: Record> RecordWriter<'_, R> {
         encoded: &codec::Encoded<R>,
         tag: &str,
     ) -> Result<(), StoreError> {
-        let bytes = encoded.tagged(tag)?;
-        self.table.insert(key, bytes.as_slice())?;
+        encoded.tagged_into(tag, &mut self.row)?;
+        self.table.insert(key, self.row.as_slice())?;
         Ok(())
     }
 }
