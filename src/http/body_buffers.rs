@@ -102,7 +102,7 @@ mod tests {
 
     use super::*;
     use crate::http::ErrorCode;
-    use crate::http::extract::read_body;
+    use crate::http::extract::{RESERVED_UP_FRONT, read_body};
 
     fn rules(max_bytes: usize) -> BodyRules {
         BodyRules {
@@ -197,6 +197,17 @@ mod tests {
             .unwrap();
         assert_eq!((into.len(), into.capacity()), (10_000, 10_000));
         assert_eq!(into, bytes);
+
+        // Declared large: only `RESERVED_UP_FRONT` is taken on the client's word.
+        let mut into = Vec::new();
+        let claims_more = Declared {
+            length: 1 << 20,
+            chunks: Some(vec![Bytes::from_static(b"{}")]),
+        };
+        read_frames(Body::new(claims_more), rules(1 << 20), &mut into)
+            .await
+            .unwrap();
+        assert_eq!((into.len(), into.capacity()), (2, RESERVED_UP_FRONT));
 
         // Declared over the limit: 413 at once, before a frame is awaited (this one never
         // comes, so reading would end at the deadline with 408 instead).

@@ -32,9 +32,15 @@ pub async fn read_body(body: Body, rules: BodyRules) -> Result<Bytes, ApiError> 
     Ok(Bytes::from(bytes))
 }
 
-/// Appends a whole body to `into` under `rules`, chunk by chunk as it arrives: 413 before a
-/// chunk that would pass the byte limit is copied, 408 when the whole read passes its deadline.
-/// A declared length within the limit is reserved up front, so a large body grows no buffer.
+/// The most of a declared length reserved before its bytes arrive: a client's word alone never
+/// holds more than this, and a larger body's buffer grows as its bytes come (a large buffer
+/// is mapped, so growing it moves no bytes).
+pub(super) const RESERVED_UP_FRONT: usize = 64 << 10;
+
+/// Appends a whole body to `into` under `rules`, chunk by chunk as it arrives: 413 for a
+/// declared length over the limit before any byte is read, and before a chunk that would pass
+/// the limit is copied; 408 when the whole read passes its deadline. A declared length is
+/// reserved up front up to `RESERVED_UP_FRONT`.
 pub(super) async fn read_frames(
     mut body: Body,
     rules: BodyRules,
@@ -45,7 +51,7 @@ pub(super) async fn read_frames(
     if declared > rules.max_bytes {
         return Err(body_too_large(rules.max_bytes));
     }
-    into.reserve(declared);
+    into.reserve(declared.min(RESERVED_UP_FRONT));
     let start = into.len();
     let copy = async {
         while let Some(frame) = body.frame().await {
