@@ -44,7 +44,7 @@ pub trait Record: Serialize + DeserializeOwned {
     /// A short name used in corruption reports, e.g. `"user"`.
     const KIND: &'static str;
 
-    /// Takes back the tag a record was stored with (`Encoded::tagged`); `false` for a kind
+    /// Takes back the tag a record was stored with (`Encoded::tagged_into`); `false` for a kind
     /// that is never tagged, whose tagged bytes are then corrupt.
     fn attach_tag(&mut self, tag: &str) -> bool {
         let _ = tag;
@@ -53,7 +53,7 @@ pub trait Record: Serialize + DeserializeOwned {
 }
 
 /// A record's bytes, encoded ahead of its write (off the store's writer thread), to be stored
-/// with a tag known only later (`tagged`).
+/// with a tag known only later (`tagged_into`).
 pub struct Encoded<R> {
     bytes: Vec<u8>,
     record: std::marker::PhantomData<fn() -> R>,
@@ -77,14 +77,15 @@ impl<R: Record> Encoded<R> {
         })
     }
 
-    /// The stored bytes: version 3, the tag's length and the tag, then the record.
-    pub fn tagged(&self, tag: &str) -> Result<Vec<u8>, StoreError> {
-        let mut bytes = Vec::with_capacity(2 + tag.len() + self.bytes.len());
+    #[cfg(test)]
+    fn tagged(&self, tag: &str) -> Result<Vec<u8>, StoreError> {
+        let mut bytes = Vec::new();
         self.tagged_into(tag, &mut bytes)?;
         Ok(bytes)
     }
 
-    /// `tagged`, written over `bytes` (a buffer the writer keeps from one row to the next).
+    /// The stored bytes (version 3, the tag's length and the tag, then the record), written over
+    /// `bytes`: a buffer the writer keeps from one row to the next.
     pub fn tagged_into(&self, tag: &str, bytes: &mut Vec<u8>) -> Result<(), StoreError> {
         let length = u8::try_from(tag.len()).map_err(|_| StoreError::Corrupt {
             what: R::KIND,
@@ -391,8 +392,7 @@ mod tests {
 
     #[test]
     fn tagged_records_read_with_their_tag_and_damage_is_corrupt() {
-        // The long one first: a writer's row buffer keeps nothing of it for the short one.
-        let mut row = Vec::new();
+        let mut row = Vec::new(); // the long body first: nothing of it may stay for the short
         for body in ["a long body of text ".repeat(100), "short".to_string()] {
             let record = Tagged { body, tag: None };
             let encoded = Encoded::new(&record).unwrap();

@@ -235,7 +235,7 @@ impl<R: Record> RecordWriter<'_, R> {
         Ok(())
     }
 
-    /// Stores a record encoded ahead of the write, with its tag (`codec::Encoded::tagged`).
+    /// Stores a record encoded ahead of the write, with its tag (`codec::Encoded::tagged_into`).
     pub fn insert_tagged(
         &mut self,
         key: &str,
