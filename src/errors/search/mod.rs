@@ -24,6 +24,7 @@ pub mod inbox;
 pub mod newest;
 pub mod query;
 pub mod rebuild;
+pub mod replace;
 pub mod schema;
 pub mod sessions;
 pub mod status;
@@ -128,7 +129,11 @@ pub(crate) fn open_index(dir: &Path) -> Result<Index, SearchError> {
         Ok(index) => Ok(index),
         Err(error) => {
             // Derived data: start over from redb rather than refuse to serve.
-            tracing::warn!(%error, path = %dir.display(), "search index unreadable: rebuilding it");
+            if let SearchError::Index(tantivy::TantivyError::SchemaError(_)) = error {
+                tracing::info!(path = %dir.display(), "search index of an earlier version's schema: indexing every stored event again");
+            } else {
+                tracing::warn!(%error, path = %dir.display(), "search index unreadable: rebuilding it");
+            }
             std::fs::remove_dir_all(dir).map_err(directory_error)?;
             std::fs::create_dir_all(dir).map_err(directory_error)?;
             open()

@@ -9,9 +9,10 @@
 //! leftover directory that the next rebuild or start removes. No event is left out: an event
 //! committed to redb before the rebuild began is read by its scan, and one handed to the
 //! writer after it began is also added to the new index (`add_live`). None is found twice:
-//! live events replace any document of the same id, and so does the scan for ids within
-//! `CATCH_UP_MARGIN_MS` of the rebuild's start or later (ids are minted on arrival, so only
-//! those can arrive live while it runs, as the start-up catch-up also assumes). The scan stops
+//! live events minted up to the rebuild's start replace their documents (by millisecond:
+//! `replace.rs`), and the scan replaces from `CATCH_UP_MARGIN_MS` before the rebuild's start
+//! on (ids are minted on arrival, so only those can arrive live while it runs, as the start-up
+//! catch-up also assumes); later live events cannot be read by the scan. The scan stops
 //! at the ids minted when the rebuild began: later events come live, and a scan that chased
 //! them would never end while ingest outpaced it.
 
@@ -20,11 +21,11 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use super::checkpoint::margin_id;
+use super::replace::Sweep;
 use super::schema::Fields;
 use super::target::read_events;
 use super::writer::Target;
 use super::{SearchError, open_index};
-use crate::errors::ErrorEvent;
 use crate::store::Store;
 
 /// Events read from redb per step: between two steps the writer handles live events.
@@ -66,8 +67,9 @@ pub struct Rebuild {
     orgs: Vec<String>,
     /// The last event id read of the current organisation.
     after: Option<String>,
-    /// Scanned events with ids from here on replace rather than add (see the invariants).
-    replace_from: String,
+    /// What the scan replaces: the events minted from `CATCH_UP_MARGIN_MS` before the
+    /// rebuild's start on (see the invariants).
+    sweep: Sweep,
     /// The scan reads ids before this one: those minted up to the rebuild's start.
     scan_to: String,
     total: u64,
@@ -118,7 +120,7 @@ impl Rebuild {
     ) -> Result<Rebuild, SearchError> {
         let work_dir = work_dir(dir);
         remove_if_present(&work_dir)?;
-        let target = Target::new(open_index(&work_dir)?)?;
+        let mut target = Target::new(open_index(&work_dir)?)?;
         let mut orgs: Vec<String> = store
             .read_blocking(crate::accounts::all_orgs)?
             .into_iter()
@@ -128,12 +130,14 @@ impl Rebuild {
         let total = store.read_blocking(crate::errors::event_count)?;
         let now = ulid::Ulid::generate();
         let (started, started_ms) = (format!("evt_{now}"), now.timestamp_ms());
+        // The scan may read every event minted up to the start.
+        target.replace_through(started_ms);
         let rebuild = Rebuild {
             target,
             work_dir,
             orgs,
             after: None,
-            replace_from: margin_id(&started),
+            sweep: Sweep::from_id(&margin_id(&started)),
             scan_to: format!("evt_{}", ulid::Ulid::from_parts(started_ms + 1, 0)),
             total,
             done: 0,
@@ -153,10 +157,7 @@ impl Rebuild {
         };
         let (after, before) = (self.after.as_deref(), Some(self.scan_to.as_str()));
         let batch = read_events(store, org, after, before, STEP_EVENTS)?;
-        for event in &batch {
-            let replace = event.id.as_str() >= self.replace_from.as_str();
-            self.target.add_event(fields, org, event, replace);
-        }
+        self.target.add_stored(fields, org, &batch, &mut self.sweep);
         self.done += batch.len() as u64;
         match batch.last() {
             Some(last) if batch.len() == STEP_EVENTS => self.after = Some(last.id.to_string()),
@@ -168,9 +169,11 @@ impl Rebuild {
         Ok(self.orgs.is_empty())
     }
 
-    /// An event committed while the rebuild runs: into the new index too.
-    pub fn add_live(&mut self, fields: &Fields, org: &str, event: &ErrorEvent) {
-        self.target.add_event(fields, org, event, true);
+    /// The new index, for the live writer's events: those committed while the rebuild runs
+    /// (`Target::add_live`) and those it read back from redb (`Target::add_stored`) go into it
+    /// too.
+    pub fn target(&mut self) -> &mut Target {
+        &mut self.target
     }
 
     /// Tells the client how far it got (at most every `REPORT_EVERY`); `false` when the client
@@ -202,9 +205,10 @@ impl Rebuild {
     }
 
     /// Commits the new index, closes its writer and puts it at `dir`, the index there (whose
-    /// writer the caller closed) going away. Returns the new index's checkpoint.
-    pub fn finish_into(self, dir: &Path) -> Result<Option<String>, SearchError> {
-        let checkpoint = self.target.checkpoint().map(str::to_string);
+    /// writer the caller closed) going away. Returns the last millisecond whose events the new
+    /// index may hold read back from redb (live events up to it replace).
+    pub fn finish_into(self, dir: &Path) -> Result<Option<u64>, SearchError> {
+        let replaced_to = self.target.replaced_to();
         self.target.close()?;
         let old = old_dir(dir);
         remove_if_present(&old)?;
@@ -222,7 +226,7 @@ impl Rebuild {
         if let Err(error) = remove_if_present(&old) {
             tracing::warn!(%error, "the replaced search index was not removed");
         }
-        Ok(checkpoint)
+        Ok(replaced_to)
     }
 
     /// Gives up: the work directory goes, the live index stays as it is.

@@ -4,8 +4,13 @@
 //! and every query is restricted by both. An event document carries only the event's own
 //! small fields; the stack text lives once in its group's document (`kind:group`), because
 //! tokenising a whole stack per event costs more than the rest of ingest together. Only `id`
-//! (and `group`) are stored: results are read back from redb, the source of truth. Adding a
-//! field changes the schema, and an index of another schema is rebuilt from redb on start.
+//! (and `group`) are stored: results are read back from redb, the source of truth. No field
+//! holds a term of its own per event, since writing and merging segments costs by their
+//! distinct terms: `id` is stored, not indexed (a document is replaced by the millisecond its
+//! id was minted, `id_ms`: `replace.rs`), and `timestamp` is a column only (range filters and
+//! newest-first searches read the column). A group's document is found by `kind:group` and
+//! `group`. Changing a field changes the schema, and an index of another schema is rebuilt
+//! from redb on start, in the background (`open_index`).
 
 use tantivy::TantivyDocument;
 use tantivy::schema::{
@@ -36,6 +41,8 @@ pub struct Fields {
     pub session: Field,
     pub tag: Field,
     pub timestamp: Field,
+    /// The millisecond the event's id was minted (`replace.rs`).
+    pub id_ms: Field,
 }
 
 pub fn schema() -> (Schema, Fields) {
@@ -51,7 +58,7 @@ pub fn schema() -> (Schema, Fields) {
     let fields = Fields {
         kind: builder.add_text_field("kind", keyword.clone()),
         org: builder.add_text_field("org", keyword.clone()),
-        id: builder.add_text_field("id", keyword.clone() | STORED),
+        id: builder.add_text_field("id", STORED),
         group: builder.add_text_field("group", keyword.clone() | STORED),
         message: builder.add_text_field("message", text.clone()),
         name: builder.add_text_field("name", text.clone()),
@@ -63,7 +70,8 @@ pub fn schema() -> (Schema, Fields) {
         level: builder.add_text_field("level", keyword.clone()),
         session: builder.add_text_field("session", keyword),
         tag: builder.add_json_field("tag", tag_options),
-        timestamp: builder.add_i64_field("timestamp", INDEXED | FAST),
+        timestamp: builder.add_i64_field("timestamp", FAST),
+        id_ms: builder.add_u64_field("id_ms", INDEXED),
     };
     (builder.build(), fields)
 }
@@ -74,6 +82,7 @@ pub fn event_document(fields: &Fields, org: &str, event: &ErrorEvent) -> Tantivy
     document.add_text(fields.kind, KIND_EVENT);
     document.add_text(fields.org, org);
     document.add_text(fields.id, event.id.as_str());
+    document.add_u64(fields.id_ms, super::replace::id_ms(event.id.as_str()));
     if let Some(group) = &event.group_id {
         document.add_text(fields.group, group);
     }

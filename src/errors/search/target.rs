@@ -1,18 +1,23 @@
 //! One index and its writer (`Target`): the live index, or the one a rebuild is building.
-//! It adds event and group documents, remembers the greatest event id added (the checkpoint)
-//! and commits with the payload of `checkpoint.rs`.
+//! It adds event and group documents, replaces those of events indexed before (by their
+//! millisecond: `replace.rs`), remembers the greatest event id added (the checkpoint) and
+//! commits with the payload of `checkpoint.rs`.
 //!
-//! Invariant: a group's document is added once, the first time one of its events is indexed
-//! (remembered, or looked up in the committed index).
+//! Invariants: a group's document is added once, the first time one of its events is indexed
+//! (remembered, or looked up in the committed index). No event is found twice: a live event
+//! replaces when its document may be in the index already, that is when it was moved, or when
+//! it was minted in a millisecond up to `replaced_to` (the last one a scan or a replacement
+//! read back from redb); any other live event arrives for the first time.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+use tantivy::query::{BooleanQuery, Occur};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy};
 
 use super::SearchError;
 use super::checkpoint::{Payload, margin_id};
+use super::query::term;
+use super::replace::{Sweep, id_ms, minted_between, ms_bounds};
 use super::schema::{self, Fields, KIND_GROUP};
 use crate::errors::ErrorEvent;
 use crate::store::{Store, StoreError};
@@ -45,6 +50,9 @@ pub struct Target {
     dirty: bool,
     /// Documents added since the last commit (`ADDED_PER_COMMIT`).
     added: usize,
+    /// The last millisecond whose events may have been read back from redb into this index
+    /// (see the invariants).
+    replaced_to: Option<u64>,
 }
 
 impl Target {
@@ -65,6 +73,7 @@ impl Target {
             known_groups: HashSet::new(),
             dirty: false,
             added: 0,
+            replaced_to: None,
         })
     }
 
@@ -83,14 +92,9 @@ impl Target {
         self.checkpoint.as_deref()
     }
 
-    /// Adds the event's document (and its group's, the first time); `replace` deletes a
-    /// document of the same id first, so an event indexed twice is found once.
-    pub fn add_event(&mut self, fields: &Fields, org: &str, event: &ErrorEvent, replace: bool) {
+    /// Adds the event's document (and its group's, the first time).
+    fn add_event(&mut self, fields: &Fields, org: &str, event: &ErrorEvent) {
         let id = event.id.as_str();
-        if replace {
-            self.writer
-                .delete_term(Term::from_field_text(fields.id, id));
-        }
         if let Some(group) = &event.group_id
             && let Some(stack) = &event.stack
             && !self.group_is_indexed(fields, group)
@@ -109,6 +113,95 @@ impl Target {
         self.added += 1;
     }
 
+    /// Adds durable events handed over live; those whose document may be in the index already
+    /// (`moved`, or see the invariants) replace it: their milliseconds are indexed again from
+    /// redb.
+    pub fn add_live(
+        &mut self,
+        fields: &Fields,
+        store: &Store,
+        org: &str,
+        events: &[ErrorEvent],
+        moved: bool,
+    ) -> Result<(), StoreError> {
+        let mut again = BTreeSet::new();
+        for event in events {
+            let ms = id_ms(event.id.as_str());
+            if moved || self.replaced_to.is_some_and(|to| ms <= to) {
+                again.insert(ms);
+            } else {
+                self.add_event(fields, org, event);
+            }
+        }
+        for ms in again {
+            self.index_again(fields, store, org, ms)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the documents of `org`'s events minted in `ms` and indexes those redb holds.
+    fn index_again(
+        &mut self,
+        fields: &Fields,
+        store: &Store,
+        org: &str,
+        ms: u64,
+    ) -> Result<(), StoreError> {
+        log(self
+            .writer
+            .delete_query(minted_between(fields, org, ms, ms)));
+        self.replaced_to = self.replaced_to.max(Some(ms));
+        let (mut after, before) = ms_bounds(ms);
+        loop {
+            let batch = read_events(store, org, Some(&after), Some(&before), CATCH_UP_BATCH)?;
+            for event in &batch {
+                self.add_event(fields, org, event);
+            }
+            match batch.last() {
+                Some(last) if batch.len() == CATCH_UP_BATCH => after = last.id.to_string(),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Adds a batch of stored events of `org`, in id order, first deleting what `sweep` says
+    /// they replace (`replace.rs`).
+    pub fn add_stored(
+        &mut self,
+        fields: &Fields,
+        org: &str,
+        batch: &[ErrorEvent],
+        sweep: &mut Sweep,
+    ) {
+        let Some(last) = batch.last() else { return };
+        if let Some((from, to)) = sweep.deletes_before(org, id_ms(last.id.as_str())) {
+            log(self
+                .writer
+                .delete_query(minted_between(fields, org, from, to)));
+            self.replaced_to = self.replaced_to.max(Some(to));
+        }
+        for event in batch {
+            self.add_event(fields, org, event);
+        }
+    }
+
+    /// Live events minted up to the checkpoint's millisecond replace from now on: the index
+    /// may hold them already (after a catch-up, a read-back or a rebuild).
+    pub fn replace_through_checkpoint(&mut self) {
+        let checkpoint = self.checkpoint.as_deref().map(id_ms);
+        self.replaced_to = self.replaced_to.max(checkpoint);
+    }
+
+    /// The last millisecond whose events may have been read back into this index.
+    pub fn replaced_to(&self) -> Option<u64> {
+        self.replaced_to
+    }
+
+    /// Live events minted up to `ms` replace from now on (a rebuild's scan reads up to it).
+    pub fn replace_through(&mut self, ms: u64) {
+        self.replaced_to = self.replaced_to.max(Some(ms));
+    }
+
     /// Whether the group has its document (remembered, or found in the committed index);
     /// marks it as having one, since the caller adds it when it had none.
     fn group_is_indexed(&mut self, fields: &Fields, group: &str) -> bool {
@@ -121,7 +214,7 @@ impl Target {
         self.known_groups.insert(group.to_string());
         let query = BooleanQuery::new(vec![
             (Occur::Must, term(fields.kind, KIND_GROUP)),
-            (Occur::Must, term(fields.id, group)),
+            (Occur::Must, term(fields.group, group)),
         ]);
         let searcher = self.reader.searcher();
         searcher
@@ -215,20 +308,19 @@ impl Target {
     }
 
     /// Indexes every stored event of every organisation with an id after `from`, in id order
-    /// per organisation; `replace` as for `add_event`. Returns how many were indexed, or
-    /// `None` when `go_on` (asked between reads) said to stop.
+    /// per organisation, replacing what the index held of those minted from `from`'s
+    /// millisecond on (none without `from`: a first indexing). Returns how many were indexed,
+    /// or `None` when `go_on` (asked between reads) said to stop.
     pub fn index_stored(
         &mut self,
         fields: &Fields,
         store: &Store,
         from: Option<&str>,
-        replace: bool,
         go_on: impl FnMut(u64) -> bool,
     ) -> Result<Option<u64>, StoreError> {
+        let mut sweep = from.map_or_else(Sweep::none, Sweep::from_id);
         stored_batches(store, from, go_on, |org, batch| {
-            for event in batch {
-                self.add_event(fields, org, event, replace);
-            }
+            self.add_stored(fields, org, batch, &mut sweep);
             self.commit_on_the_way(from);
         })
     }
@@ -271,13 +363,6 @@ fn log<T>(result: tantivy::Result<T>) {
     }
 }
 
-fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_text(field, text),
-        IndexRecordOption::Basic,
-    ))
-}
-
 /// Up to `limit` events of `org` with ids after `after` (from the first without) and before
 /// `before` (to the last without), in id order.
 pub(super) fn read_events(
@@ -314,7 +399,7 @@ mod tests {
         let (last, before_last) = (&events[ADDED_PER_COMMIT], &events[..ADDED_PER_COMMIT]);
         let (edge, below) = before_last.split_last().unwrap();
         for event in below {
-            target.add_event(&fields, "org_A", event, true);
+            target.add_event(&fields, "org_A", event);
         }
         target.commit_on_the_way(Some(&held));
         assert_eq!(
@@ -322,7 +407,7 @@ mod tests {
             0,
             "one short of the bound"
         );
-        target.add_event(&fields, "org_A", edge, false);
+        target.add_event(&fields, "org_A", edge);
         // A first indexing (no `from`) waits for its end.
         target.commit_on_the_way(None);
         assert_eq!(target.reader.searcher().num_docs(), 0);
@@ -330,7 +415,7 @@ mod tests {
         assert_eq!(target.reader.searcher().num_docs(), ADDED_PER_COMMIT as u64);
         assert_eq!(committed_checkpoint(&target), Some(held.clone()));
         // The hold was for that commit only.
-        target.add_event(&fields, "org_A", last, true);
+        target.add_event(&fields, "org_A", last);
         target.commit_on_the_way(Some(&held));
         assert_eq!(target.reader.searcher().num_docs(), ADDED_PER_COMMIT as u64);
         target.commit().unwrap();
@@ -340,3 +425,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "replace_tests.rs"]
+mod replace_tests;

@@ -8,9 +8,10 @@
 //! (well under 1 s), during a rebuild too. Unless the index was complete (a clean stop,
 //! `checkpoint.rs`), it first catches up from redb, before it takes live events (they wait in
 //! its inbox): every event after the checkpoint minus `CATCH_UP_MARGIN_MS` is indexed again,
-//! replacing any document it already had (delete by id, then add), so events committed to
-//! redb but not to the index before a crash — also out of id order, as concurrent requests
-//! commit — are found again, and none is indexed twice; a catch-up (or a read-back) commits
+//! replacing any document it already had (its millisecond deleted, then added: `replace.rs`),
+//! so events committed to redb but not to the index before a crash — also out of id order, as
+//! concurrent requests commit — are found again, and none is indexed twice; a catch-up (or a
+//! read-back) commits
 //! on its way every `ADDED_PER_COMMIT` documents, so its progress is searchable and tantivy's
 //! pending deletes stay bounded, with the checkpoint held at where it began, so one
 //! interrupted by a stop or a crash is done again from there on the next start. Its last
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use super::checkpoint::{earlier_id, margin_id};
 use super::inbox::Inbox;
 use super::rebuild::{Rebuild, RebuildReport};
+use super::replace::Sweep;
 use super::schema::Fields;
 use super::status::Status;
 pub use super::target::Target;
@@ -65,9 +67,6 @@ pub enum Message {
 pub struct Writer {
     fields: Fields,
     live: Target,
-    /// Events up to this id may already be in the live index (added back by a catch-up or a
-    /// rebuild): live events up to it replace, not add.
-    caught_up_to: Option<String>,
     /// The index directory, and where searches find the live index.
     dir: PathBuf,
     current: Arc<RwLock<Arc<Opened>>>,
@@ -94,7 +93,6 @@ impl Writer {
         Writer {
             fields,
             live,
-            caught_up_to: None,
             dir,
             current,
             store,
@@ -111,15 +109,14 @@ impl Writer {
     /// server began to stop first (nothing of it is committed then).
     pub fn catch_up(&mut self) -> Result<Option<u64>, SearchError> {
         let from = self.live.checkpoint().map(margin_id);
-        let replace = from.is_some();
         let status = self.status.clone();
-        let indexed =
-            self.live
-                .index_stored(&self.fields, &self.store, from.as_deref(), replace, |_| {
-                    !status.closing()
-                })?;
+        let indexed = self
+            .live
+            .index_stored(&self.fields, &self.store, from.as_deref(), |_| {
+                !status.closing()
+            })?;
         if indexed.is_some() {
-            self.caught_up_to = self.live.checkpoint().map(str::to_string);
+            self.live.replace_through_checkpoint();
             self.hold();
             self.live.commit()?;
         }
@@ -218,16 +215,14 @@ impl Writer {
                 bytes,
                 seq,
             } => {
-                for event in &events {
-                    let replace = moved
-                        || self
-                            .caught_up_to
-                            .as_deref()
-                            .is_some_and(|caught| event.id.as_str() <= caught);
-                    self.live.add_event(&self.fields, &org, event, replace);
-                    if let Some(rebuild) = self.rebuild.as_mut() {
-                        rebuild.add_live(&self.fields, &org, event);
-                    }
+                let (fields, store) = (&self.fields, &self.store);
+                log_store(self.live.add_live(fields, store, &org, &events, moved));
+                if let Some(rebuild) = self.rebuild.as_mut() {
+                    log_store(
+                        rebuild
+                            .target()
+                            .add_live(fields, store, &org, &events, moved),
+                    );
                 }
                 self.inbox.release(bytes);
                 self.handled = seq;
@@ -275,9 +270,6 @@ impl Writer {
         };
         self.reading_back = Some(oldest.clone());
         let started = Instant::now();
-        // Only an event at or below the greatest id added so far can have a document to
-        // replace: the events stored since, most of a long read-back, are added outright.
-        let replace_up_to = self.live.checkpoint().map(str::to_string);
         let Writer {
             fields,
             live,
@@ -288,19 +280,18 @@ impl Writer {
             ..
         } = self;
         let after = earlier_id(&oldest, 1);
+        // Everything read replaces what either index held from there on.
+        let (mut sweep, mut rebuild_sweep) = (Sweep::from_id(&after), Sweep::from_id(&after));
         let read = stored_batches(
             store,
             Some(&after),
             |_| !status.closing(),
             |org, batch| {
-                for event in batch {
-                    let replace = replace_up_to
-                        .as_deref()
-                        .is_some_and(|up_to| event.id.as_str() <= up_to);
-                    live.add_event(fields, org, event, replace);
-                    if let Some(rebuild) = rebuild.as_mut() {
-                        rebuild.add_live(fields, org, event);
-                    }
+                live.add_stored(fields, org, batch, &mut sweep);
+                if let Some(rebuild) = rebuild.as_mut() {
+                    rebuild
+                        .target()
+                        .add_stored(fields, org, batch, &mut rebuild_sweep);
                 }
                 // Held at the oldest left out, this one or one left out meanwhile.
                 let held = held_checkpoint(inbox, Some(&oldest));
@@ -309,7 +300,7 @@ impl Writer {
         );
         match read {
             Ok(Some(events)) => {
-                self.caught_up_to = self.live.checkpoint().map(str::to_string);
+                self.live.replace_through_checkpoint();
                 self.reading_back = None;
                 if self.commit_live() {
                     self.inbox.unsearched.forget_left_out(left_out_seq);
@@ -432,7 +423,7 @@ impl Writer {
                 )
             }
         };
-        let (live, caught_up_to) = match reopened {
+        let live = match reopened {
             Ok(reopened) => reopened,
             Err(error) => {
                 tracing::error!(%error, "search index cannot be reopened: indexing stops until restart");
@@ -446,7 +437,6 @@ impl Writer {
         Some(Writer {
             fields,
             live,
-            caught_up_to,
             dir,
             current,
             store,
@@ -468,13 +458,15 @@ fn held_checkpoint(inbox: &Inbox, reading_back: Option<&str>) -> Option<String> 
     }
 }
 
-/// Opens the index a rebuild just put at `dir`; returns it with the id up to which live events
-/// replace their documents.
-fn open_rebuilt(
-    dir: &std::path::Path,
-    checkpoint: Option<String>,
-) -> Result<(Target, Option<String>), SearchError> {
-    Ok((Target::new(super::open_index(dir)?)?, checkpoint))
+/// Opens the index a rebuild just put at `dir`; live events minted up to the millisecond the
+/// rebuild read to replace their documents.
+fn open_rebuilt(dir: &std::path::Path, replaced_to: Option<u64>) -> Result<Target, SearchError> {
+    let mut live = Target::new(super::open_index(dir)?)?;
+    live.replace_through_checkpoint();
+    if let Some(ms) = replaced_to {
+        live.replace_through(ms);
+    }
+    Ok(live)
 }
 
 /// Opens the index at `dir` and catches it up from redb, as on start.
@@ -482,11 +474,17 @@ fn reopen_caught_up(
     fields: &Fields,
     dir: &std::path::Path,
     store: &Store,
-) -> Result<(Target, Option<String>), SearchError> {
+) -> Result<Target, SearchError> {
     let mut live = Target::new(super::open_index(dir)?)?;
     let from = live.checkpoint().map(margin_id);
-    live.index_stored(fields, store, from.as_deref(), from.is_some(), |_| true)?;
-    let caught_up_to = live.checkpoint().map(str::to_string);
+    live.index_stored(fields, store, from.as_deref(), |_| true)?;
+    live.replace_through_checkpoint();
     live.commit()?;
-    Ok((live, caught_up_to))
+    Ok(live)
+}
+
+fn log_store(result: Result<(), crate::store::StoreError>) {
+    if let Err(error) = result {
+        tracing::error!(%error, "reading events back for the search index failed: `lookout reindex` rebuilds it");
+    }
 }
