@@ -261,13 +261,27 @@ fn digit_chain_and_names(bytes: &[u8]) -> (usize, bool) {
 }
 
 /// Whether a name whose last eight letters and digits (lower-cased) are `last_eight` ends
-/// like a sensitive name.
+/// like a sensitive name. Most names end in two bytes no sensitive name ends in, and one look
+/// in `LAST_TWO` says so (every tail is at least three bytes long).
 fn ends_sensitive(last_eight: u64) -> bool {
-    last_eight != 0
+    let last_two = (last_eight & 0xffff) as usize;
+    LAST_TWO[last_two / 64] & (1 << (last_two % 64)) != 0
         && SENSITIVE_TAILS
             .iter()
             .any(|&(mask, tail)| last_eight & mask == tail)
 }
+
+/// The last two bytes of every sensitive name, as a set of the 65,536 pairs.
+static LAST_TWO: LazyLock<[u64; 1024]> = LazyLock::new(|| {
+    let mut set = [0u64; 1024];
+    for name in SENSITIVE_NAMES {
+        let bytes = name.as_bytes();
+        debug_assert!(bytes.len() >= 3, "a tail's last two bytes are not zero");
+        let pair = usize::from(bytes[bytes.len() - 2]) << 8 | usize::from(bytes[bytes.len() - 1]);
+        set[pair / 64] |= 1 << (pair % 64);
+    }
+    set
+});
 
 /// Whether a run of hex digits, `:` and `.` can start an IPv6 candidate: nothing glues onto it
 /// from the left (a letter, a digit or `_`), at most four hex digits come before its first
