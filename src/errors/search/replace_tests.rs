@@ -12,6 +12,9 @@ use crate::clock::{Clock, Timestamp};
 use crate::errors::event_db::{EventBatch, remove_event, rewrite_event, store_events};
 use crate::errors::search::query::term;
 use crate::errors::search::schema::KIND_EVENT;
+// Marked so the arrow check (tests/integration/tidy.rs) reads it as test-only, as it is.
+#[cfg(test)]
+use crate::ingest::web_errors::parse_event;
 use crate::store::tables::composite_key;
 use crate::store::{Store, StoreOptions};
 
@@ -48,7 +51,7 @@ async fn fixture() -> Fixture {
 fn minted_at(ms: u64, n: u128, word: &str) -> ErrorEvent {
     let item = json!({"level": "error", "message": format!("{word} failed"), "url": "u",
         "stack": format!("Error: {word}\n    at f (https://a.test/app.js:1:1)")});
-    let mut event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
+    let mut event = parse_event(&item, NOW, None).unwrap();
     event.id =
         crate::errors::EventId::parse(&format!("evt_{}", ulid::Ulid::from_parts(ms, 1_000 + n)))
             .unwrap();
