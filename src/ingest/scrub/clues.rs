@@ -27,13 +27,15 @@ pub(super) struct Clues {
     equals: bool,
     /// `digit.digit` places (an IPv4 address has three).
     pub(super) dotted_digits: usize,
-    /// The most digits in a row with at most one space or dash between two (a card has 13).
-    pub(super) digit_chain: usize,
+    /// Thirteen digits in a row with at most one space or dash between two (what
+    /// `CARD_CANDIDATE` needs).
+    pub(super) card_chain: bool,
     /// A run of hex digits, `:` and `.` holding two colons that no letter, digit or `_` glues
     /// onto from the left: where an IPv6 address can start (`is_ipv6_address`).
     ipv6_run: bool,
-    /// A run of name characters (`NAMED_VALUE`'s) whose letters and digits end like a
-    /// sensitive name (the last eight of them compared; `ends_like_sensitive_name` decides).
+    /// A run of name characters (`NAMED_VALUE`'s) right before a separator (after an optional
+    /// quote and blanks) whose letters and digits end like a sensitive name (the last eight of
+    /// them compared; `ends_like_sensitive_name` decides): where `NAMED_VALUE` can match one.
     sensitive_name: bool,
 }
 
@@ -57,18 +59,17 @@ impl Clues {
                 || self.marker_may_be_written()
                 || self.may_hold_ipv6()
                 || self.dotted_digits >= 3
-                || self.digit_chain >= 13)
+                || self.card_chain)
     }
 
     /// The clues of `text` (this runs for every scrubbed text: a pass per clue over every
     /// byte was the largest single cost of ingest's request threads). What is rare in text is
-    /// found by memchr's vectorised searches (`b`, `@`, `%40`, `=`, `eyJ`, `.`, `:`), and only
-    /// the digit chains and the names' tails take a step per byte, in one loop of table
-    /// lookups; an IPv6 run is looked for only around colons.
+    /// found by memchr's vectorised searches (`b`, `@`, `%40`, `=`, `eyJ`, `.`, `:`); names
+    /// are read only backwards from a separator, an IPv6 run only around colons, and digit
+    /// chains from every twelfth byte: no clue takes a step per byte.
     pub(super) fn of(text: &str) -> Clues {
         let bytes = text.as_bytes();
         let colons = memchr::memchr_iter(b':', bytes).count();
-        let (digit_chain, sensitive_name) = digit_chain_and_names(bytes);
         Clues {
             bearer: has_word(bytes, b"bearer"),
             basic: has_word(bytes, b"basic"),
@@ -83,9 +84,9 @@ impl Clues {
                         && bytes.get(at + 1).is_some_and(u8::is_ascii_digit)
                 })
                 .count(),
-            digit_chain,
+            card_chain: has_card_chain(bytes),
             ipv6_run: colons >= 2 && has_ipv6_run(bytes),
-            sensitive_name,
+            sensitive_name: has_sensitive_name_before_separator(bytes),
         }
     }
 
@@ -112,24 +113,21 @@ impl Clues {
             dotted_digits,
             // From every digit, the chain it starts: digits, each after the last or after
             // one space or dash following it.
-            digit_chain: (0..bytes.len())
-                .map(|start| {
-                    let mut at = start;
-                    let mut count = 0;
-                    while at < bytes.len() && bytes[at].is_ascii_digit() {
-                        count += 1;
+            card_chain: (0..bytes.len()).any(|start| {
+                let mut at = start;
+                let mut count = 0;
+                while at < bytes.len() && bytes[at].is_ascii_digit() {
+                    count += 1;
+                    at += 1;
+                    if at + 1 < bytes.len()
+                        && matches!(bytes[at], b' ' | b'-')
+                        && bytes[at + 1].is_ascii_digit()
+                    {
                         at += 1;
-                        if at + 1 < bytes.len()
-                            && matches!(bytes[at], b' ' | b'-')
-                            && bytes[at + 1].is_ascii_digit()
-                        {
-                            at += 1;
-                        }
                     }
-                    count
-                })
-                .max()
-                .unwrap_or(0),
+                }
+                count >= CARD_DIGITS
+            }),
             ipv6_run: {
                 let in_run = |b: &u8| b.is_ascii_hexdigit() || *b == b':' || *b == b'.';
                 let glues = |b: u8| in_run(&b) || b.is_ascii_alphanumeric() || b == b'_';
@@ -143,20 +141,38 @@ impl Clues {
                         lead <= 4 && run.get(lead) == Some(&b':') && colons >= 2
                     })
             },
-            sensitive_name: text
-                .split(|c: char| !(c.is_ascii_alphanumeric() || "_.-[]".contains(c)))
-                .any(|name| {
-                    let letters: Vec<u8> = name
-                        .bytes()
-                        .filter(u8::is_ascii_alphanumeric)
-                        .map(|byte| byte.to_ascii_lowercase())
-                        .collect();
-                    let last_eight = &letters[letters.len().saturating_sub(8)..];
-                    SENSITIVE_NAMES.iter().any(|sensitive| {
+            // Every run of name characters, then whether a quote and blanks and a separator
+            // follow it as `NAMED_VALUE` reads them.
+            sensitive_name: (0..bytes.len()).any(|start| {
+                let is_name = |b: &u8| b.is_ascii_alphanumeric() || b"_.-[]".contains(b);
+                if !is_name(&bytes[start]) || (start > 0 && is_name(&bytes[start - 1])) {
+                    return false;
+                }
+                let name: Vec<u8> = bytes[start..].iter().copied().take_while(is_name).collect();
+                let mut rest = &bytes[start + name.len()..];
+                for quote in [&b"\\\""[..], b"\\'", b"\"", b"'"] {
+                    if let Some(after) = rest.strip_prefix(quote) {
+                        rest = after;
+                        break;
+                    }
+                }
+                let rest: Vec<u8> = rest
+                    .iter()
+                    .copied()
+                    .skip_while(|b| matches!(b, b' ' | b'\t'))
+                    .collect();
+                let letters: Vec<u8> = name
+                    .iter()
+                    .filter(|b| b.is_ascii_alphanumeric())
+                    .map(u8::to_ascii_lowercase)
+                    .collect();
+                let last_eight = &letters[letters.len().saturating_sub(8)..];
+                matches!(rest.first(), Some(b':' | b'='))
+                    && SENSITIVE_NAMES.iter().any(|sensitive| {
                         let sensitive = sensitive.as_bytes();
                         last_eight.ends_with(&sensitive[sensitive.len().saturating_sub(8)..])
                     })
-                }),
+            }),
         }
     }
 
@@ -171,7 +187,7 @@ impl Clues {
             colons: usize::MAX,
             equals: true,
             dotted_digits: usize::MAX,
-            digit_chain: usize::MAX,
+            card_chain: true,
             ipv6_run: true,
             sensitive_name: true,
         }
@@ -194,70 +210,90 @@ fn has_word(bytes: &[u8], word: &[u8]) -> bool {
     })
 }
 
-/// A digit.
-const DIGIT: u8 = 1;
-/// A letter or a digit: part of a name's letters.
-const ALPHANUMERIC: u8 = 2;
-/// `_ . - [ ]`: part of a name (`NAMED_VALUE`'s), not of its letters.
-const NAME_SEPARATOR: u8 = 4;
-/// A space or a dash: one may stand between two digits of a chain.
-const CHAIN_GAP: u8 = 8;
+/// The digits of the shortest card number (`CARD_CANDIDATE`'s).
+const CARD_DIGITS: usize = 13;
 
-/// The classes of every byte.
-static CLASSES: [u8; 256] = {
-    let mut classes = [0; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let value = byte as u8;
-        let mut class = 0;
-        if value.is_ascii_digit() {
-            class |= DIGIT;
-        }
-        if value.is_ascii_alphanumeric() {
-            class |= ALPHANUMERIC;
-        }
-        if matches!(value, b'_' | b'.' | b'-' | b'[' | b']') {
-            class |= NAME_SEPARATOR;
-        }
-        if matches!(value, b' ' | b'-') {
-            class |= CHAIN_GAP;
-        }
-        classes[byte] = class;
-        byte += 1;
-    }
-    classes
-};
-
-/// The most digits in one chain where two digits are adjacent or have one space or dash
-/// between them (what `CARD_CANDIDATE` needs 13 of), and whether a run of name characters ends
-/// like a sensitive name: both a step per byte, so in one loop.
-fn digit_chain_and_names(bytes: &[u8]) -> (usize, bool) {
-    let mut longest = 0;
-    let mut chain = 0;
-    let mut previous_digit = false;
-    // The letters and digits of the current name, the last eight lower-cased in a register.
-    let mut last_eight = 0u64;
-    let mut sensitive = false;
-    for &byte in bytes {
-        let class = CLASSES[usize::from(byte)];
-        let digit = class & DIGIT != 0;
-        chain = if digit {
-            chain + 1
-        } else if class & CHAIN_GAP != 0 && previous_digit {
-            chain
-        } else {
-            0
+/// Whether thirteen digits stand in one chain, where two digits are adjacent or have one space
+/// or dash between them. Such a chain spans at least thirteen bytes with no two non-digits in a
+/// row, so of every twelfth byte and the one after it, one inside the chain is a digit: only
+/// those are looked at, and the chain around a digit found there is walked once.
+fn has_card_chain(bytes: &[u8]) -> bool {
+    let gap = |byte: u8| byte == b' ' || byte == b'-';
+    let mut sample = 0;
+    while sample + 1 < bytes.len() {
+        let Some(digit) = [sample, sample + 1]
+            .into_iter()
+            .find(|&at| bytes[at].is_ascii_digit())
+        else {
+            sample += CARD_DIGITS - 1;
+            continue;
         };
-        longest = longest.max(chain);
-        previous_digit = digit;
-        if class & ALPHANUMERIC != 0 {
-            last_eight = last_eight << 8 | u64::from(byte.to_ascii_lowercase());
-        } else if class & NAME_SEPARATOR == 0 && last_eight != 0 {
-            sensitive = sensitive || ends_sensitive(last_eight);
-            last_eight = 0;
+        let mut start = digit;
+        loop {
+            if start >= 1 && bytes[start - 1].is_ascii_digit() {
+                start -= 1;
+            } else if start >= 2 && gap(bytes[start - 1]) && bytes[start - 2].is_ascii_digit() {
+                start -= 2;
+            } else {
+                break;
+            }
         }
+        let mut end = digit + 1;
+        let mut digits = 1 + bytes[start..digit]
+            .iter()
+            .filter(|b| b.is_ascii_digit())
+            .count();
+        loop {
+            if end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+                digits += 1;
+            } else if end + 1 < bytes.len() && gap(bytes[end]) && bytes[end + 1].is_ascii_digit() {
+                end += 2;
+                digits += 1;
+            } else {
+                break;
+            }
+        }
+        if digits >= CARD_DIGITS {
+            return true;
+        }
+        // The next sample past this chain (a chain is walked once).
+        sample = (end / (CARD_DIGITS - 1) + 1) * (CARD_DIGITS - 1);
     }
-    (longest, sensitive || ends_sensitive(last_eight))
+    false
+}
+
+/// Whether a name that `NAMED_VALUE` can match ends like a sensitive name: the run of name
+/// characters right before a separator (`=` or `:`), blanks before it and a quote after the
+/// name (`"` or `'`, escaped with `\` or not) stepped over. Only the bytes before each
+/// separator are read, back to the start of the name or its eighth letter or digit from the
+/// end.
+fn has_sensitive_name_before_separator(bytes: &[u8]) -> bool {
+    memchr::memchr2_iter(b':', b'=', bytes).any(|separator| {
+        let mut at = separator;
+        while at > 0 && matches!(bytes[at - 1], b' ' | b'\t') {
+            at -= 1;
+        }
+        if at > 0 && matches!(bytes[at - 1], b'"' | b'\'') {
+            at -= 1;
+            if at > 0 && bytes[at - 1] == b'\\' {
+                at -= 1;
+            }
+        }
+        let mut last_eight = 0u64;
+        let mut letters = 0;
+        while at > 0 && letters < 8 {
+            let byte = bytes[at - 1];
+            if byte.is_ascii_alphanumeric() {
+                last_eight |= u64::from(byte.to_ascii_lowercase()) << (8 * letters);
+                letters += 1;
+            } else if !matches!(byte, b'_' | b'.' | b'-' | b'[' | b']') {
+                break;
+            }
+            at -= 1;
+        }
+        last_eight != 0 && ends_sensitive(last_eight)
+    })
 }
 
 /// Whether a name whose last eight letters and digits (lower-cased) are `last_eight` ends
@@ -321,8 +357,8 @@ fn has_ipv6_run(bytes: &[u8]) -> bool {
     false
 }
 
-/// Each sensitive name's last eight bytes (or fewer), as `digit_chain_and_names` holds a name's
-/// tail, with its mask.
+/// Each sensitive name's last eight bytes (or fewer), as `has_sensitive_name_before_separator`
+/// holds a name's tail, with its mask.
 static SENSITIVE_TAILS: LazyLock<Vec<(u64, u64)>> = LazyLock::new(|| {
     SENSITIVE_NAMES
         .iter()

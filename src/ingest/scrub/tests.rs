@@ -276,6 +276,49 @@ fn a_stack_runs_neither_the_address_nor_the_named_value_pass() {
     assert!(scrub_text(&with_name).ends_with("?session_token=[redacted]"));
 }
 
+/// Digit chains of twelve and thirteen digits, plain or with gaps, at every offset from the
+/// bytes `has_card_chain` samples; names before separators in each form `NAMED_VALUE` reads.
+#[test]
+fn sampled_chains_and_names_before_separators_are_found_where_scans_find_them() {
+    for chain in [
+        "123456789012",
+        "1234567890123",
+        "4111 1111-1111 1",
+        "4111 1111-1111 ",
+        "1 2 3 4 5 6 7 8 9 0 1 2 3",
+        "1 2 3 4 5 6 7 8 9 0 1 2  3",
+    ] {
+        for offset in 0..30 {
+            let text = format!("{}{chain}x", "a".repeat(offset));
+            assert_eq!(Clues::of(&text), Clues::of_by_scans(&text), "{text:?}");
+        }
+    }
+    let names = [
+        ("password=x", true),
+        ("password =x", true),
+        ("password\t:x", true),
+        ("\"password\": \"x\"", true),
+        ("{\\\"password\\\":\\\"x\\\"}", true),
+        ("'api_key' = x", true),
+        ("x-auth-TOKEN:x", true),
+        ("user.e-mail=x", true),
+        ("password\\:x", false),
+        ("password x=y", false),
+        ("password\"\":x", false),
+        ("password \":x", false),
+        ("passwords=x", false),
+        ("password", false),
+    ];
+    for (text, sensitive) in names {
+        assert_eq!(Clues::of(text), Clues::of_by_scans(text), "{text:?}");
+        assert_eq!(
+            Clues::of(text).may_hold_named_value(),
+            sensitive,
+            "{text:?}"
+        );
+    }
+}
+
 /// Markers written by one pass can make what a later pass finds: a clue of the original text
 /// must still let that pass run.
 #[test]
@@ -304,6 +347,15 @@ proptest! {
     #[test]
     fn words_and_punctuation_give_the_clues_separate_scans_find(
         text in "([a-zA-Z]{1,12}|[a-fA-F]{1,6}|[ :=.@%_()/0-9\\[\\]-]|eyJ|Bearer|fe80::|40|password){0,40}",
+    ) {
+        prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
+    }
+
+    // Names before separators, quoted, escaped and spaced as `NAMED_VALUE` allows or not, and
+    // digit chains of every length around the sampled bytes.
+    #[test]
+    fn names_and_digit_chains_give_the_clues_separate_scans_find(
+        text in "([a-zA-Z_.\\[\\]-]{1,9}|token|Pass_word|x-api-KEY|e.mail|[\"'\\\\ \t]{1,3}|[:=]|[0-9]{1,14}|[ -]){0,40}",
     ) {
         prop_assert_eq!(Clues::of(&text), Clues::of_by_scans(&text));
     }
@@ -362,7 +414,7 @@ proptest! {
 
     #[test]
     fn skipping_passes_by_their_clues_changes_nothing(
-        text in "([a-zA-Z0-9 .:=@%/&?_'\"\\[\\]-]|bearer |Bearer |eyJ|password|api_key|hone|%40|::|::1|fe80::|1.2.3.4|4111 1111-1111 1111|10.0.0.1){0,60}",
+        text in "([a-zA-Z0-9 .:=@%/&?_'\"\\[\\]\t\\\\-]|bearer |Bearer |eyJ|password|api_key|hone|%40|::|::1|fe80::|1.2.3.4|4111 1111-1111 1111|10.0.0.1){0,60}",
     ) {
         let skipping = scrub_text(&text).into_owned();
         let every_pass = scrub_text_with(&text, &Clues::every_pass(), Passes::ALL).into_owned();

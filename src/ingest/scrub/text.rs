@@ -118,7 +118,7 @@ pub(super) fn scrub_text_with<'a>(text: &'a str, clues: &Clues, passes: Passes) 
     if passes.ipv4 && clues.dotted_digits >= 3 {
         apply_candidates(&mut text, &IPV4_CANDIDATE, is_ipv4_address, IP);
     }
-    if passes.cards && clues.digit_chain >= 13 {
+    if passes.cards && clues.card_chain {
         apply_candidates(&mut text, &CARD_CANDIDATE, is_card_text, CARD);
     }
     // Last, so that a marker written above (`[token]:x`) is judged as a name in this same
