@@ -33,7 +33,7 @@ fn event(index: usize, received_at: Timestamp) -> lookout::errors::ErrorEvent {
         "service": format!("svc-{}", index % SERVICES),
         "environment": ENVIRONMENTS[index % 3],
         "frames": [{"filename": "https://shop.example.com/app.js", "function": format!("f{}", index % 500), "lineno": 1, "colno": 2, "in_app": true}]});
-    lookout::ingest::web_errors::parse_event(&item, received_at, None).expect("valid event")
+    lookout::ingest::web_errors::parse_event(&item.into(), received_at, None).expect("valid event")
 }
 
 fn span(index: usize, received_at: Timestamp) -> lookout::ingest::spans::Span {
@@ -41,7 +41,7 @@ fn span(index: usize, received_at: Timestamp) -> lookout::ingest::spans::Span {
         "name": "GET /api/cart", "start_time": received_at.unix_millis(),
         "duration_ms": 20 + (index * 7919) % 900, "service": format!("svc-{}", index % SERVICES),
         "environment": ENVIRONMENTS[index % 3]});
-    lookout::ingest::spans::parse_span(&item, received_at).expect("valid span")
+    lookout::ingest::spans::parse_span(&item.into(), received_at).expect("valid span")
 }
 
 fn rules(org: &Org, now: Timestamp) -> Vec<AlertRule> {

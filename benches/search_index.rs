@@ -46,7 +46,7 @@ fn event(index: usize, now: Timestamp) -> lookout::errors::ErrorEvent {
         "url": "https://shop.example.com/cart?item=42", "release": "1.4.2", "service": "shop",
         "environment": "production", "user_agent": padding, "user_id": format!("u-{}", index % 1000), "tags": {"plan": "pro"},
         "stack": stack});
-    lookout::ingest::web_errors::parse_event(&item, now, None).expect("valid event")
+    lookout::ingest::web_errors::parse_event(&item.into(), now, None).expect("valid event")
 }
 
 fn main() {

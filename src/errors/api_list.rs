@@ -412,7 +412,9 @@ mod tests {
     #[test]
     fn sort_keys_order_pages_by_value_then_id() {
         let item = serde_json::json!({"level": "error", "message": "m", "url": "u"});
-        let event = crate::ingest::web_errors::parse_event(&item, Timestamp(5_000), None).unwrap();
+        let event =
+            crate::ingest::web_errors::parse_event(&item.clone().into(), Timestamp(5_000), None)
+                .unwrap();
         let mut group = ErrorGroup::open(&event, "f".repeat(32), "message", None);
         group.fold(&event, false);
         let key = SortOrder::Count.key(&group);

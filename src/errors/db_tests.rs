@@ -15,7 +15,7 @@ const NOW: i64 = 1_795_348_800_000;
 fn event(stack: &str) -> ErrorEvent {
     let item = json!({"level": "error", "name": "TypeError", "message": "m", "url": "u",
         "timestamp": NOW, "stack": stack});
-    parse_event(&item, crate::clock::Timestamp(NOW), None).unwrap()
+    parse_event(&item.clone().into(), crate::clock::Timestamp(NOW), None).unwrap()
 }
 
 /// Stores `events` in one transaction as `store_events` does; returns their group ids.

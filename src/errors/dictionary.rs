@@ -202,7 +202,7 @@ mod tests {
                 let item = json!({"level": "error", "name": "TypeError", "url": "https://app.example.com/",
                     "message": format!("Cannot read properties of undefined (reading 'x{}')", n % 9),
                     "stack": format!("TypeError: boom\n{stack}"), "release": "1.0.0"});
-                crate::ingest::web_errors::parse_event(&item, Timestamp(NOW + n as i64), None).unwrap()
+                crate::ingest::web_errors::parse_event(&item.clone().into(), Timestamp(NOW + n as i64), None).unwrap()
             })
             .collect()
     }

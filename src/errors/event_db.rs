@@ -354,7 +354,7 @@ mod tests {
             if let Some(id) = id {
                 item["event_id"] = json!(id);
             }
-            crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
+            crate::ingest::web_errors::parse_event(&item.clone().into(), NOW, None).unwrap()
         };
         let txn = database.begin_write().unwrap();
         let mut first = EventBatch::new(
@@ -418,7 +418,8 @@ mod tests {
         let (_dir, database) = crate::store::migrations::scratch_database();
         let org = OrgId::generate();
         let item = json!({"level": "error", "message": "boom", "url": "https://app.example.com/"});
-        let event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
+        let event =
+            crate::ingest::web_errors::parse_event(&item.clone().into(), NOW, None).unwrap();
         let txn = database.begin_write().unwrap();
         let mut batch = EventBatch::new(&org, vec![event]);
         store_events(&txn, &org, &mut batch).unwrap();
@@ -447,7 +448,8 @@ mod tests {
         let (_dir, database) = crate::store::migrations::scratch_database();
         let org = OrgId::generate();
         let item = json!({"level": "error", "message": "boom", "url": "u", "event_id": "e"});
-        let event = crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap();
+        let event =
+            crate::ingest::web_errors::parse_event(&item.clone().into(), NOW, None).unwrap();
         let (mut batch, returned) = EventBatch::returning(&org, vec![event.clone(), event]);
         let txn = database.begin_write().unwrap();
         let stored = store_events(&txn, &org, &mut batch).unwrap();

@@ -242,7 +242,7 @@ mod tests {
 
     fn event(at: i64, release: &str) -> ErrorEvent {
         let item = json!({"level": "error", "message": "m", "url": "u", "timestamp": at, "release": release});
-        crate::ingest::web_errors::parse_event(&item, NOW, None).unwrap()
+        crate::ingest::web_errors::parse_event(&item.clone().into(), NOW, None).unwrap()
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn event(engine: &str, release: &str) -> ErrorEvent {
     let report = &captured["engines"][engine];
     let item = json!({"level": "error", "name": report["name"], "message": report["message"],
         "stack": report["stack"], "url": "u", "release": release});
-    parse_event(&item, NOW, None).unwrap()
+    parse_event(&item.clone().into(), NOW, None).unwrap()
 }
 
 fn store(database: &Database, org: &OrgId, events: Vec<ErrorEvent>) -> Vec<ErrorEvent> {

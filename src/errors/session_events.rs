@@ -119,7 +119,9 @@ mod tests {
         let item = json!({"level": "error", "message": "boom", "url": "u", "session_id": "s-1"});
         let now = Timestamp(1_795_348_800_000);
         let events: Vec<ErrorEvent> = (0..3)
-            .map(|_| crate::ingest::web_errors::parse_event(&item, now, None).unwrap())
+            .map(|_| {
+                crate::ingest::web_errors::parse_event(&item.clone().into(), now, None).unwrap()
+            })
             .collect();
         let txn = database.begin_write().unwrap();
         let mut batch = EventBatch::new(&org, events.clone());

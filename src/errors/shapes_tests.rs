@@ -15,7 +15,7 @@ fn event(item: Value) -> ErrorEvent {
     item["level"] = json!("error");
     item["url"] = json!("https://shop.example.com/cart");
     item["timestamp"] = json!(NOW);
-    parse_event(&item, crate::clock::Timestamp(NOW), None).unwrap()
+    parse_event(&item.clone().into(), crate::clock::Timestamp(NOW), None).unwrap()
 }
 
 /// A V8 stack whose frames name `site`, at the given line.

@@ -186,7 +186,7 @@ mod tests {
     fn event(client_id: &str) -> ErrorEvent {
         let item = json!({"level": "error", "message": "payment failed", "url": "u",
             "event_id": client_id, "user_id": client_id, "service": "web", "timestamp": NOW});
-        parse_event(&item, crate::clock::Timestamp(NOW), None).unwrap()
+        parse_event(&item.clone().into(), crate::clock::Timestamp(NOW), None).unwrap()
     }
 
     /// Many requests of two organisations at once, with client ids repeated across requests:

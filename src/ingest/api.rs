@@ -20,6 +20,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::experiments::{self, model::parse_exposure};
+use super::item::Item;
 use super::{
     Ingest, IngestError, NO_ORG_RETRY_AFTER, body, gate, scrub, sessions, spans, web_errors,
 };
@@ -132,7 +133,7 @@ async fn receive<T: Send + 'static>(
     ingest: &Ingest,
     request: Request,
     field: &'static str,
-    parse: fn(&Value, &ItemContext) -> Result<T, String>,
+    parse: fn(&Item<'_>, &ItemContext) -> Result<T, String>,
 ) -> Result<Batch<T>, ApiError> {
     let (mut parts, body) = request.into_parts();
     let settings = ingest.settings();
@@ -152,10 +153,9 @@ async fn receive<T: Send + 'static>(
     let scrub_items = settings.scrub_pii;
     let parsed = ingest.cpu_work(move || {
         let decoded = body::decode(&raw, encoding, limit)?;
+        // The items' texts are borrowed from the body's buffer, which goes back to the stock
+        // once they are read.
         let mut items = body::parse_batch(&decoded, field)?;
-        // The body's buffer goes back to the stock before the items are read.
-        drop(decoded);
-        drop(raw);
         body::check_count(&items, max_items)?;
         let mut batch = Batch {
             org,
@@ -175,6 +175,9 @@ async fn receive<T: Send + 'static>(
                 Err(reason) => batch.rejected.push(Rejected { index, reason }),
             }
         }
+        drop(items);
+        drop(decoded);
+        drop(raw);
         Ok::<_, ApiError>(batch)
     });
     parsed.await?
@@ -186,7 +189,7 @@ async fn receive_and_store<T: Send + Sync + 'static>(
     ingest: &Ingest,
     request: Request,
     field: &'static str,
-    parse: fn(&Value, &ItemContext) -> Result<T, String>,
+    parse: fn(&Item<'_>, &ItemContext) -> Result<T, String>,
     store: fn(&WriteTransaction, &OrgId, &[T]) -> Result<(), StoreError>,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     let batch = receive(ingest, request, field, parse).await?;
@@ -233,7 +236,7 @@ async fn post_web_errors(
     State(spikes): State<SpikeWake>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
-    let parse = |item: &Value, context: &ItemContext| {
+    let parse = |item: &Item<'_>, context: &ItemContext| {
         web_errors::parse_event(item, context.received_at, context.client_ip.as_deref())
     };
     let batch = receive(&ingest, request, "events", parse).await?;
@@ -286,7 +289,7 @@ async fn post_web_sessions(
     State(ingest): State<Ingest>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
-    let parse = |item: &Value, context: &ItemContext| {
+    let parse = |item: &Item<'_>, context: &ItemContext| {
         sessions::parse_session(item, context.received_at, context.client_ip.as_deref())
     };
     receive_and_store(
@@ -310,7 +313,8 @@ async fn post_spans(
     State(ingest): State<Ingest>,
     request: Request,
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
-    let parse = |item: &Value, context: &ItemContext| spans::parse_span(item, context.received_at);
+    let parse =
+        |item: &Item<'_>, context: &ItemContext| spans::parse_span(item, context.received_at);
     receive_and_store(&ingest, request, "spans", parse, spans::store_spans).await
 }
 
@@ -327,7 +331,7 @@ async fn post_ab_uniques(
 ) -> Result<(StatusCode, Json<IngestResult>), ApiError> {
     // Scrubbed as every kind is; the visitor id is kept (`scrub`), since only its digest is
     // stored and scrubbing would merge every visitor whose id looks like an address into one.
-    let parse = |item: &Value, context: &ItemContext| parse_exposure(item, context.received_at);
+    let parse = |item: &Item<'_>, context: &ItemContext| parse_exposure(item, context.received_at);
     let batch = receive(&ingest, request, "exposures", parse).await?;
     let mut rejected = batch.rejected;
     let mut count = batch.accepted.len();

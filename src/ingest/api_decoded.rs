@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use serde_json::Value;
 
 use super::api::{ItemContext, Rejected, store_error_events, stored_client_ip};
+use super::item::Item;
 use super::{Ingest, body, scrub, sessions, spans, web_errors};
 use crate::alerting::SpikeWake;
 use crate::http::{ApiError, ErrorCode};
@@ -104,18 +105,19 @@ pub async fn accept_decoded(
 
 /// Scrubs and reads each item of one kind; the refused ones go to `outcome.rejected`.
 fn read_items<T>(
-    mut items: Vec<Value>,
+    items: Vec<Value>,
     scrub_items: bool,
     kind: &'static str,
     outcome: &mut DecodedOutcome,
-    parse: impl Fn(&Value) -> Result<T, String>,
+    parse: impl Fn(&Item<'_>) -> Result<T, String>,
 ) -> Vec<T> {
     let mut read = Vec::with_capacity(items.len());
-    for (index, item) in items.iter_mut().enumerate() {
+    for (index, item) in items.into_iter().enumerate() {
+        let mut item = Item::from(item);
         if scrub_items {
-            scrub::scrub_item(item);
+            scrub::scrub_item(&mut item);
         }
-        match parse(item) {
+        match parse(&item) {
             Ok(value) => read.push(value),
             Err(reason) => outcome.rejected.push((kind, Rejected { index, reason })),
         }

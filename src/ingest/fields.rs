@@ -1,12 +1,15 @@
-//! Reading the fields of one ingested item (a JSON object) into typed values, with the reason
-//! an item is rejected when a field has the wrong type or shape.
+//! Reading the fields of one ingested item (a JSON object, `item.rs`) into typed values, with
+//! the reason an item is rejected when a field has the wrong type or shape.
 //!
 //! Invariants: a reason names the field and what was expected, never the value (it may be
 //! personal data); identifiers that become parts of storage keys are 1–128 printable ASCII
 //! characters without `/`, so composite keys stay unambiguous.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
+use super::item::{Item, Slot, lookup};
 use crate::clock::Timestamp;
 
 /// Longest client-chosen identifier (event, session, visitor ids).
@@ -16,30 +19,36 @@ pub const MAX_NAME_LEN: usize = 200;
 
 /// The fields of one item.
 pub struct Fields<'a> {
-    map: &'a Map<String, Value>,
+    fields: &'a [(Cow<'a, str>, Slot<'a>)],
 }
 
 impl<'a> Fields<'a> {
-    pub fn of(item: &'a Value) -> Result<Self, String> {
-        match item {
-            Value::Object(map) => Ok(Fields { map }),
-            _ => Err("the item must be a JSON object".into()),
+    pub fn of(item: &'a Item<'a>) -> Result<Self, String> {
+        match item.fields() {
+            Some(fields) => Ok(Fields { fields }),
+            None => Err("the item must be a JSON object".into()),
         }
     }
 
-    fn present(&self, name: &str) -> Option<&'a Value> {
-        self.map.get(name).filter(|value| !value.is_null())
+    fn present(&self, name: &str) -> Option<&'a Slot<'a>> {
+        lookup(self.fields, name).filter(|slot| !slot.is_null())
     }
 
-    /// A string field, absent or null meaning `None`. Copied, not moved out of the item: a
-    /// copy lies beside the event's other copies, while a moved string stays among the parse's
-    /// freed keys for as long as the event waits for the store and the index, and glibc then
-    /// spends more on its free chunks than the copy costs (docs/benchmarks.md, step 12).
+    /// A field holding JSON other than a string.
+    fn json(&self, name: &str) -> Option<&'a Value> {
+        match self.present(name) {
+            Some(Slot::Json(value)) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// A string field, absent or null meaning `None`. Copied out of the body's buffer (or the
+    /// scrubbed text), beside the event's other copies (docs/benchmarks.md, step 12).
     pub fn text(&self, name: &str) -> Result<Option<String>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(_) => Err(format!("{name} must be a string")),
+            Some(Slot::Text(text)) => Ok(Some(text.to_string())),
+            Some(Slot::Json(_)) => Err(format!("{name} must be a string")),
         }
     }
 
@@ -77,7 +86,7 @@ impl<'a> Fields<'a> {
     pub fn timestamp(&self, name: &str) -> Result<Option<Timestamp>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(value) => crate::ingest::experiments::model::parse_timestamp(value)
+            Some(slot) => crate::ingest::experiments::model::parse_timestamp(slot)
                 .map(Some)
                 .ok_or_else(|| format!("{name} must be RFC 3339 text or epoch milliseconds")),
         }
@@ -92,8 +101,9 @@ impl<'a> Fields<'a> {
     pub fn count(&self, name: &str) -> Result<Option<u64>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(value) => value
-                .as_u64()
+            Some(_) => self
+                .json(name)
+                .and_then(Value::as_u64)
                 .map(Some)
                 .ok_or_else(|| format!("{name} must be a whole number of zero or more")),
         }
@@ -103,8 +113,9 @@ impl<'a> Fields<'a> {
     pub fn milliseconds(&self, name: &str) -> Result<Option<f64>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(value) => value
-                .as_f64()
+            Some(_) => self
+                .json(name)
+                .and_then(Value::as_f64)
                 .filter(|ms| ms.is_finite() && *ms >= 0.0)
                 .map(Some)
                 .ok_or_else(|| format!("{name} must be a number of milliseconds, zero or more")),
@@ -114,7 +125,7 @@ impl<'a> Fields<'a> {
     pub fn object(&self, name: &str) -> Result<Option<Map<String, Value>>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(Value::Object(map)) => Ok(Some(map.clone())),
+            Some(Slot::Json(Value::Object(map))) => Ok(Some(map.clone())),
             Some(_) => Err(format!("{name} must be an object")),
         }
     }
@@ -122,14 +133,14 @@ impl<'a> Fields<'a> {
     pub fn array(&self, name: &str) -> Result<Option<Vec<Value>>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(Value::Array(items)) => Ok(Some(items.clone())),
+            Some(Slot::Json(Value::Array(items))) => Ok(Some(items.clone())),
             Some(_) => Err(format!("{name} must be an array")),
         }
     }
 
     /// Any JSON value but null.
     pub fn value(&self, name: &str) -> Option<Value> {
-        self.present(name).cloned()
+        self.present(name).map(Slot::to_value)
     }
 }
 
@@ -169,8 +180,9 @@ mod tests {
 
     #[test]
     fn fields_are_typed_and_reasons_never_quote_values() {
-        let item = json!({"a": "x", "n": 3, "f": 1.5, "neg": -1, "t": "2026-11-22T12:00:00Z",
-            "ms": 1795348800000u64, "bad": "secret@example.com", "o": {}, "null": null});
+        let item = Item::from(json!({"a": "x", "n": 3, "f": 1.5, "neg": -1,
+            "t": "2026-11-22T12:00:00Z", "ms": 1795348800000u64, "bad": "secret@example.com",
+            "o": {}, "null": null}));
         let fields = Fields::of(&item).unwrap();
         assert_eq!(fields.text("a").unwrap().as_deref(), Some("x"));
         assert_eq!(fields.text("null").unwrap(), None);
@@ -185,7 +197,9 @@ mod tests {
         assert!(!reason.contains("secret"), "{reason}");
         assert!(fields.object("o").unwrap().is_some() && fields.object("a").is_err());
         assert!(fields.required_text("missing").is_err());
-        assert!(Fields::of(&json!([1])).is_err());
+        assert!(Fields::of(&Item::from(json!([1]))).is_err());
+        assert!(fields.count("a").is_err() && fields.milliseconds("a").is_err());
+        assert_eq!(fields.value("a"), Some(json!("x")));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod body;
 pub mod experiments;
 pub mod fields;
 pub mod gate;
+pub mod item;
 pub mod retention;
 pub mod scrub;
 pub mod session_spans;

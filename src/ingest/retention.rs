@@ -140,6 +140,7 @@ mod tests {
 
     use super::*;
     use crate::accounts::model::OrgId;
+    use crate::ingest::item::Item;
     use crate::store::{ReadTxn, tables};
 
     const DAY: i64 = 86_400_000;
@@ -154,7 +155,9 @@ mod tests {
         let item = json!({"level": "error", "message": "m", "url": "u",
             "timestamp": NOW.0 - 2 * DAY});
         let events: Vec<_> = (0..10)
-            .map(|_| super::super::web_errors::parse_event(&item, NOW, None).unwrap())
+            .map(|_| {
+                super::super::web_errors::parse_event(&Item::from(item.clone()), NOW, None).unwrap()
+            })
             .collect();
         let txn = database.begin_write().unwrap();
         let mut batch = crate::errors::EventBatch::new(&org, events);
@@ -197,7 +200,7 @@ mod tests {
         let event = |id: &str, at: i64| {
             let item = json!({"level": "error", "message": "m", "url": "u", "event_id": id,
                 "session_id": "s-1", "timestamp": at, "service": "web"});
-            super::super::web_errors::parse_event(&item, NOW, None).unwrap()
+            super::super::web_errors::parse_event(&Item::from(item.clone()), NOW, None).unwrap()
         };
         let old_session = json!({"id": "s-0", "started_at": NOW.0 - 3 * DAY, "url": "u"});
         let new_session = json!({"id": "s-1", "started_at": NOW.0 - DAY / 2, "url": "u"});
@@ -210,10 +213,15 @@ mod tests {
             vec![event("old", NOW.0 - 2 * DAY), event("new", NOW.0)],
         );
         crate::errors::store_events(&txn, &org, &mut batch).unwrap();
-        let parsed =
-            [old_session, new_session].map(|s| sessions::parse_session(&s, NOW, None).unwrap());
+        let parsed = [old_session, new_session]
+            .map(|s| sessions::parse_session(&Item::from(s.clone()), NOW, None).unwrap());
         sessions::upsert_sessions(&txn, &org, &parsed).unwrap();
-        spans::store_spans(&txn, &org, &[spans::parse_span(&span, NOW).unwrap()]).unwrap();
+        spans::store_spans(
+            &txn,
+            &org,
+            &[spans::parse_span(&Item::from(span.clone()), NOW).unwrap()],
+        )
+        .unwrap();
 
         let cutoff = retention_cutoff(NOW, Duration::from_secs(86_400));
         assert_eq!(

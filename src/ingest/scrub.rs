@@ -3,7 +3,8 @@
 //!
 //! Every string of an item is scrubbed, object keys included, at every depth and whatever its
 //! field is called; so is every number that is a Luhn-valid card number (it becomes the string
-//! `[card]`). The text passes are in `text.rs`, names and their values in `names.rs`. Only a
+//! `[card]`). An item's own field names are only looked up, never stored, so they are the one
+//! kind of key left as sent. The text passes are in `text.rs`, names and their values in `names.rs`. Only a
 //! few top-level fields, whose values are structure rather than data, keep their form:
 //! - times, positions, counts and durations (`timestamp`, `started_at`, `ended_at`,
 //!   `start_time`, `end_time`, `duration_ms`, `page_views`, `errors`, a frame's `line` and
@@ -26,6 +27,7 @@ mod clues;
 mod names;
 mod text;
 
+use super::item::{Item, Slot};
 use clues::Clues;
 pub use names::is_sensitive_name;
 use text::{Passes, is_card_number, scrub_text_with};
@@ -78,11 +80,29 @@ fn frame_field_rule(name: &str) -> Rule {
     }
 }
 
-/// Scrubs every string (and card-like number) of an ingested item in place.
-pub fn scrub_item(item: &mut Value) {
-    match item {
-        Value::Object(fields) => scrub_fields(fields, item_field_rule),
-        other => scrub_value(other),
+/// Scrubs every string (and card-like number) of an ingested item in place, each field by the
+/// rule its name gives (a sensitive name's value is replaced whole, whatever it holds).
+pub fn scrub_item(item: &mut Item<'_>) {
+    let Some(fields) = item.fields_mut() else {
+        // Not an object: refused when it is read, and nothing of it is kept.
+        return;
+    };
+    for (name, slot) in fields.iter_mut() {
+        if is_sensitive_name(name) && !slot.is_null() {
+            *slot = Slot::Text(Cow::Borrowed(REDACTED));
+            continue;
+        }
+        let rule = item_field_rule(name);
+        match slot {
+            Slot::Text(text) => {
+                if let Some(passes) = text_passes(rule, text)
+                    && let Cow::Owned(scrubbed) = scrub_text_with(text, &Clues::of(text), passes)
+                {
+                    *text = Cow::Owned(scrubbed);
+                }
+            }
+            Slot::Json(value) => scrub_by_rule(value, rule),
+        }
     }
 }
 
@@ -122,14 +142,26 @@ fn scrub_keys(fields: &mut Map<String, Value>) {
     }
 }
 
+/// The passes a text gets under `rule`, or `None` when it is kept as it is.
+fn text_passes(rule: Rule, text: &str) -> Option<Passes> {
+    match rule {
+        Rule::ClientId => Some(Passes::CLIENT_ID),
+        Rule::HexId if text.bytes().all(|b| b.is_ascii_hexdigit()) => None,
+        Rule::Release => Some(Passes::RELEASE),
+        Rule::Digested => None,
+        // A structural field holding text is data (and the item is rejected later).
+        Rule::Everything | Rule::Quantity | Rule::HexId | Rule::Frames => Some(Passes::ALL),
+    }
+}
+
 fn scrub_by_rule(value: &mut Value, rule: Rule) {
     match (rule, value) {
-        (Rule::Everything, value) => scrub_value(value),
+        (rule, Value::String(text)) => {
+            if let Some(passes) = text_passes(rule, text) {
+                scrub_string(text, passes);
+            }
+        }
         (Rule::Quantity | Rule::ClientId, Value::Number(_)) => {}
-        (Rule::ClientId, Value::String(text)) => scrub_string(text, Passes::CLIENT_ID),
-        (Rule::HexId, Value::String(text)) if text.bytes().all(|b| b.is_ascii_hexdigit()) => {}
-        (Rule::Release, Value::String(text)) => scrub_string(text, Passes::RELEASE),
-        (Rule::Digested, Value::String(_)) => {}
         (Rule::Frames, Value::Array(frames)) => {
             for frame in frames {
                 match frame {

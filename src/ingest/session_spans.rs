@@ -169,6 +169,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ingest::item::Item;
     use crate::ingest::spans::{parse_span, remove_span, store_spans};
 
     const NOW: Timestamp = Timestamp(1_795_348_800_000);
@@ -189,7 +190,7 @@ mod tests {
         if let Some(session) = session {
             item["session_id"] = json!(session);
         }
-        parse_span(&item, NOW).unwrap()
+        parse_span(&Item::from(item.clone()), NOW).unwrap()
     }
 
     #[test]

@@ -7,9 +7,9 @@
 
 use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::fields::Fields;
+use super::item::Item;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, record_activity};
 use crate::clock::Timestamp;
@@ -108,7 +108,7 @@ fn start_key(org: &OrgId, session: &WebSession) -> String {
 
 /// Reads one (already scrubbed) item.
 pub fn parse_session(
-    item: &Value,
+    item: &Item<'_>,
     received_at: Timestamp,
     client_ip: Option<&str>,
 ) -> Result<WebSession, String> {
@@ -195,10 +195,10 @@ mod tests {
     fn sessions_parse_and_updates_keep_what_is_not_resent() {
         let first = json!({"id": "s-1", "started_at": NOW.0 - 60_000, "url": "https://a.test/",
             "service": "web", "page_views": 1, "referrer": "https://b.test/"});
-        let first = parse_session(&first, NOW, None).unwrap();
+        let first = parse_session(&Item::from(first.clone()), NOW, None).unwrap();
         let later = json!({"id": "s-1", "started_at": NOW.0 - 60_000, "url": "https://a.test/x",
             "ended_at": NOW.0, "page_views": 3});
-        let later = parse_session(&later, Timestamp(NOW.0 + 5), None).unwrap();
+        let later = parse_session(&Item::from(later.clone()), Timestamp(NOW.0 + 5), None).unwrap();
         let merged = first.clone().updated_by(later);
         assert_eq!(merged.page_views, Some(3));
         assert_eq!(merged.referrer.as_deref(), Some("https://b.test/"));
@@ -215,7 +215,10 @@ mod tests {
             json!({"id": "s", "started_at": 10, "ended_at": 5, "url": "u"}),
             json!({"id": "s", "started_at": 1, "url": "u", "page_views": -1}),
         ] {
-            assert!(parse_session(&bad, NOW, None).is_err(), "{bad}");
+            assert!(
+                parse_session(&Item::from(bad.clone()), NOW, None).is_err(),
+                "{bad}"
+            );
         }
     }
 }

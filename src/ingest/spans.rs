@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::fields::Fields;
+use super::item::Item;
 use super::session_spans;
 use crate::accounts::model::OrgId;
 use crate::alerting::RollupBatch;
@@ -77,7 +78,7 @@ pub fn hex_id(what: &str, text: &str, digits: usize) -> Result<String, String> {
 }
 
 /// Reads one (already scrubbed) item.
-pub fn parse_span(item: &Value, received_at: Timestamp) -> Result<Span, String> {
+pub fn parse_span(item: &Item<'_>, received_at: Timestamp) -> Result<Span, String> {
     let fields = Fields::of(item)?;
     let trace_id = hex_id("trace_id", &fields.required_text("trace_id")?, 32)?;
     let span_id = hex_id("span_id", &fields.required_text("span_id")?, 16)?;
@@ -186,14 +187,19 @@ mod tests {
     fn spans_need_ids_a_start_and_an_end_or_duration() {
         let item = json!({"trace_id": TRACE, "span_id": "00f067aa0ba902b7", "name": "GET /",
             "start_time": NOW.0, "duration_ms": 12.5, "service": "web", "status": "ok"});
-        let span = parse_span(&item, NOW).unwrap();
+        let span = parse_span(&Item::from(item.clone()), NOW).unwrap();
         assert_eq!(span.trace_id, TRACE.to_ascii_lowercase());
         assert_eq!(span.duration_ms, 12.5);
         assert_eq!(span.end_time, Timestamp(NOW.0 + 13));
         let ended = json!({"trace_id": TRACE, "span_id": "00f067aa0ba902b7", "name": "x",
             "start_time": "2026-11-22T12:00:00.000Z", "end_time": "2026-11-22T12:00:00.250Z",
             "service": "web"});
-        assert_eq!(parse_span(&ended, NOW).unwrap().duration_ms, 250.0);
+        assert_eq!(
+            parse_span(&Item::from(ended.clone()), NOW)
+                .unwrap()
+                .duration_ms,
+            250.0
+        );
 
         let base = item.as_object().unwrap().clone();
         let variant = |key: &str, value: Value| {
@@ -214,16 +220,22 @@ mod tests {
             variant("attributes", json!("x")),
         ];
         for item in bad {
-            assert!(parse_span(&item, NOW).is_err(), "{item}");
+            assert!(
+                parse_span(&Item::from(item.clone()), NOW).is_err(),
+                "{item}"
+            );
         }
         let mut no_end = base.clone();
         no_end.remove("duration_ms");
-        assert!(parse_span(&Value::Object(no_end), NOW).is_err());
+        assert!(parse_span(&Item::from(Value::Object(no_end)), NOW).is_err());
         for session in [json!("a/b"), json!(""), json!("x".repeat(300)), json!(7)] {
             let item = variant("session_id", session);
-            assert!(parse_span(&item, NOW).is_err(), "{item}");
+            assert!(
+                parse_span(&Item::from(item.clone()), NOW).is_err(),
+                "{item}"
+            );
         }
-        let with_session = parse_span(&variant("session_id", json!("s-1")), NOW).unwrap();
+        let with_session = parse_span(&variant("session_id", json!("s-1")).into(), NOW).unwrap();
         assert_eq!(with_session.session_id.as_deref(), Some("s-1"));
     }
 

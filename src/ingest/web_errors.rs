@@ -6,15 +6,14 @@
 //! `errors::MAX_BREADCRUMBS` are dropped oldest first, not refused; frames a client did not send
 //! stay `None` (they are derived from the stack where they are read).
 
-use serde_json::Value;
-
 use super::fields::Fields;
+use super::item::Item;
 use crate::clock::Timestamp;
 use crate::errors::{ErrorEvent, EventId, MAX_BREADCRUMBS};
 
 /// Reads one (already scrubbed) item. `client_ip` is the sender's address when it may be kept.
 pub fn parse_event(
-    item: &Value,
+    item: &Item<'_>,
     received_at: Timestamp,
     client_ip: Option<&str>,
 ) -> Result<ErrorEvent, String> {
@@ -94,7 +93,7 @@ mod tests {
     fn frames_parsed_from_the_stack_are_derived_not_stored() {
         let stack = "TypeError: x is undefined\n    at pay (https://a.test/app.js:10:5)\n    at https://a.test/vendor.js:1:2";
         let item = json!({"level": "error", "message": "m", "url": "u", "stack": stack});
-        let mut event = parse_event(&item, NOW, None).unwrap();
+        let mut event = parse_event(&Item::from(item.clone()), NOW, None).unwrap();
         assert_eq!(event.frames, None, "not stored");
         let derived = event.frames_or_derived().into_owned();
         assert_eq!(derived.len(), 2);
@@ -104,14 +103,14 @@ mod tests {
 
         let sent = json!({"level": "error", "message": "m", "url": "u", "stack": stack,
             "frames": [{"file": "b.js", "line": 3, "column": 4}]});
-        let event = parse_event(&sent, NOW, None).unwrap();
+        let event = parse_event(&Item::from(sent.clone()), NOW, None).unwrap();
         assert_eq!(
             event.frames_or_derived()[0]["file"],
             "b.js",
             "sent frames win"
         );
         let bare = json!({"level": "error", "message": "m", "url": "u"});
-        let mut event = parse_event(&bare, NOW, None).unwrap();
+        let mut event = parse_event(&Item::from(bare.clone()), NOW, None).unwrap();
         assert!(event.frames_or_derived().is_empty());
         assert_eq!(event.frames_mut(), None);
     }
@@ -121,14 +120,14 @@ mod tests {
         let item = json!({"level": "error", "message": "boom", "url": "https://a.test/",
             "event_id": "e-1", "frames": [{"file": "a.js", "line": 1, "column": 2}],
             "tags": {"plan": "pro"}, "timestamp": "2026-11-22T11:00:00Z", "service": "web"});
-        let event = parse_event(&item, NOW, None).unwrap();
+        let event = parse_event(&Item::from(item.clone()), NOW, None).unwrap();
         assert_eq!(event.event_id.as_deref(), Some("e-1"));
         assert_eq!(event.timestamp, Timestamp(NOW.0 - 3_600_000));
         assert_eq!(event.tags["plan"], "pro");
         assert!(event.id.as_str().starts_with("evt_"));
         let with_id = json!({"level": "warning", "message": "m", "url": "u", "id": "x"});
         assert_eq!(
-            parse_event(&with_id, NOW, None)
+            parse_event(&Item::from(with_id.clone()), NOW, None)
                 .unwrap()
                 .event_id
                 .as_deref(),
@@ -149,7 +148,10 @@ mod tests {
             json!("not an object"),
         ];
         for item in bad {
-            assert!(parse_event(&item, NOW, None).is_err(), "{item}");
+            assert!(
+                parse_event(&Item::from(item.clone()), NOW, None).is_err(),
+                "{item}"
+            );
         }
     }
 }

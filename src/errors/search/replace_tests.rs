@@ -51,7 +51,7 @@ async fn fixture() -> Fixture {
 fn minted_at(ms: u64, n: u128, word: &str) -> ErrorEvent {
     let item = json!({"level": "error", "message": format!("{word} failed"), "url": "u",
         "stack": format!("Error: {word}\n    at f (https://a.test/app.js:1:1)")});
-    let mut event = parse_event(&item, NOW, None).unwrap();
+    let mut event = parse_event(&item.clone().into(), NOW, None).unwrap();
     event.id =
         crate::errors::EventId::parse(&format!("evt_{}", ulid::Ulid::from_parts(ms, 1_000 + n)))
             .unwrap();

@@ -203,7 +203,8 @@ mod tests {
         let item = serde_json::json!({"level": "error", "message": "boom", "url": "u",
             "session_id": session});
         let now = crate::clock::Timestamp(1_795_348_800_000);
-        let mut event = crate::ingest::web_errors::parse_event(&item, now, None).unwrap();
+        let mut event =
+            crate::ingest::web_errors::parse_event(&item.clone().into(), now, None).unwrap();
         event.id = crate::errors::EventId::parse(&format!("evt_{}", ulid::Ulid::from(id))).unwrap();
         event
     }

@@ -393,7 +393,9 @@ mod tests {
         let item = json!({"level": "error", "message": "m", "url": "u"});
         let now = Timestamp(1_795_348_800_000);
         let events: Vec<ErrorEvent> = (0..=ADDED_PER_COMMIT)
-            .map(|_| crate::ingest::web_errors::parse_event(&item, now, None).unwrap())
+            .map(|_| {
+                crate::ingest::web_errors::parse_event(&item.clone().into(), now, None).unwrap()
+            })
             .collect();
         let held = events[0].id.to_string();
         let (last, before_last) = (&events[ADDED_PER_COMMIT], &events[..ADDED_PER_COMMIT]);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::Timestamp;
+use crate::ingest::item::{Item, Slot};
 use crate::store::codec::Record;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,10 +106,10 @@ pub fn utc_day(at: Timestamp) -> String {
 }
 
 /// Reads one exposure item; `now` dates items without a timestamp.
-pub fn parse_exposure(item: &Value, now: Timestamp) -> Result<Exposure, String> {
+pub fn parse_exposure(item: &Item<'_>, now: Timestamp) -> Result<Exposure, String> {
     let text = |field: &str| -> Result<&str, String> {
         item.get(field)
-            .and_then(Value::as_str)
+            .and_then(Slot::as_str)
             .ok_or_else(|| format!("{field} must be a string"))
     };
     let experiment = text("experiment")?;
@@ -120,9 +121,10 @@ pub fn parse_exposure(item: &Value, now: Timestamp) -> Result<Exposure, String> 
         return Err("visitor_id must be 1 to 256 characters".into());
     }
     let at = match item.get("timestamp") {
-        None | Some(Value::Null) => now,
-        Some(value) => {
-            parse_timestamp(value).ok_or("timestamp must be RFC 3339 or epoch milliseconds")?
+        None => now,
+        Some(slot) if slot.is_null() => now,
+        Some(slot) => {
+            parse_timestamp(slot).ok_or("timestamp must be RFC 3339 or epoch milliseconds")?
         }
     };
     Ok(Exposure {
@@ -134,11 +136,11 @@ pub fn parse_exposure(item: &Value, now: Timestamp) -> Result<Exposure, String> 
 }
 
 /// RFC 3339 text or epoch milliseconds (CONTRACT section 1).
-pub fn parse_timestamp(value: &Value) -> Option<Timestamp> {
-    match value {
-        Value::String(text) => Timestamp::parse_rfc3339(text),
-        Value::Number(number) => number.as_i64().filter(|ms| *ms >= 0).map(Timestamp),
-        _ => None,
+pub fn parse_timestamp(slot: &Slot<'_>) -> Option<Timestamp> {
+    match slot {
+        Slot::Text(text) => Timestamp::parse_rfc3339(text),
+        Slot::Json(Value::Number(number)) => number.as_i64().filter(|ms| *ms >= 0).map(Timestamp),
+        Slot::Json(_) => None,
     }
 }
 
@@ -167,22 +169,31 @@ mod tests {
     fn exposures_are_dated_and_visitors_hashed() {
         let now = Timestamp(1_795_348_800_000);
         let item = json!({"experiment": "checkout", "variant": "b", "visitor_id": "v-1"});
-        let exposure = parse_exposure(&item, now).unwrap();
+        let exposure = parse_exposure(&Item::from(item.clone()), now).unwrap();
         assert_eq!(exposure.day, "2026-11-22");
         assert_eq!(exposure.visitor_digest.len(), 64);
         assert!(!exposure.visitor_digest.contains("v-1"));
         let dated =
             json!({"experiment": "checkout", "variant": "b", "visitor_id": "v-1", "timestamp": 0});
-        assert_eq!(parse_exposure(&dated, now).unwrap().day, "1970-01-01");
+        assert_eq!(
+            parse_exposure(&Item::from(dated.clone()), now).unwrap().day,
+            "1970-01-01"
+        );
         let dated = json!({"experiment": "checkout", "variant": "b", "visitor_id": "v-1", "timestamp": "2026-01-02T23:59:59+00:00"});
-        assert_eq!(parse_exposure(&dated, now).unwrap().day, "2026-01-02");
+        assert_eq!(
+            parse_exposure(&Item::from(dated.clone()), now).unwrap().day,
+            "2026-01-02"
+        );
         for bad in [
             json!({"variant": "b", "visitor_id": "v"}),
             json!({"experiment": "x", "variant": 3, "visitor_id": "v"}),
             json!({"experiment": "x", "variant": "b", "visitor_id": ""}),
             json!({"experiment": "x", "variant": "b", "visitor_id": "v", "timestamp": "soon"}),
         ] {
-            assert!(parse_exposure(&bad, now).is_err(), "{bad}");
+            assert!(
+                parse_exposure(&Item::from(bad.clone()), now).is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -46,9 +46,16 @@ fn replaces_the_shapes_that_used_to_pass() {
     }
 }
 
+/// An item scrubbed as ingest scrubs it, as JSON.
+fn scrubbed(item: Value) -> Value {
+    let mut item = Item::from(item);
+    scrub_item(&mut item);
+    item.to_value()
+}
+
 #[test]
 fn keys_tags_and_exempt_looking_fields_are_scrubbed() {
-    let mut item = json!({
+    let item = json!({
         "message": "boom",
         "tags": {"owner": "jane@example.com", "jane@example.com": "x", "10.1.2.3": 1,
                  "card": 4111111111111111u64, "peer": "10.0.0.9"},
@@ -60,7 +67,7 @@ fn keys_tags_and_exempt_looking_fields_are_scrubbed() {
         "frames": [{"file": "https://x.test/10.0.0.1/app.js", "line": 4111111111111111u64, "column": 7}],
         "extra": [{"nested": {"deep@example.com": 5500000000000004u64}}],
     });
-    scrub_item(&mut item);
+    let item = scrubbed(item);
     let text = item.to_string();
     for secret in [
         "jane@example.com",
@@ -97,8 +104,7 @@ fn releases_keep_dotted_versions() {
         "10.0.0.1",
         "app@1.2.3.4",
     ] {
-        let mut item = json!({"release": release});
-        scrub_item(&mut item);
+        let item = scrubbed(json!({"release": release}));
         assert_eq!(item["release"], release, "{release}");
         assert_eq!(scrub_release(release), release);
     }
@@ -203,7 +209,7 @@ fn sensitive_names() {
 
 #[test]
 fn items_are_scrubbed_by_field() {
-    let mut item = json!({
+    let item = json!({
         "message": "failed for jane@example.com",
         "release": "1.2.3.4",
         "timestamp": 4111111111111111u64,
@@ -211,9 +217,8 @@ fn items_are_scrubbed_by_field() {
         "user": {"email": "x", "name": "Jane"},
         "frames": [{"file": "https://10.0.0.1/a.js", "line": 4111111111111111u64}],
     });
-    scrub_item(&mut item);
     assert_eq!(
-        item,
+        scrubbed(item),
         json!({
             "message": "failed for [email]",
             "release": "1.2.3.4",
