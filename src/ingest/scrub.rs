@@ -101,7 +101,13 @@ pub fn scrub_item(item: &mut Item<'_>) {
                     *text = Cow::Owned(scrubbed);
                 }
             }
-            Slot::Json(value) => scrub_by_rule(value, rule),
+            Slot::Json(value) => {
+                scrub_by_rule(value, rule);
+                // A card number sent as a number is now the text `[card]`, read as text.
+                if let Value::String(text) = value {
+                    *slot = Slot::Text(Cow::Owned(std::mem::take(text)));
+                }
+            }
         }
     }
 }

@@ -230,6 +230,21 @@ fn items_are_scrubbed_by_field() {
     );
 }
 
+/// A card number sent as a number where text is expected is read as the text `[card]`.
+#[test]
+fn a_card_sent_as_a_number_is_read_as_text() {
+    let mut item = Item::from(json!({"level": "error", "url": "u",
+        "message": 4111111111111111u64, "timestamp": 4111111111111111u64}));
+    scrub_item(&mut item);
+    assert_eq!(item.get("message").and_then(Slot::as_str), Some(CARD));
+    assert!(matches!(
+        item.get("timestamp"),
+        Some(Slot::Json(Value::Number(_)))
+    ));
+    let event = crate::ingest::web_errors::parse_event(&item, crate::clock::Timestamp(0), None);
+    assert_eq!(event.map(|event| event.message).as_deref(), Ok(CARD));
+}
+
 #[test]
 fn luhn() {
     let digits = |text: &str| text.bytes().map(|b| b - b'0').collect::<Vec<_>>();
