@@ -34,14 +34,6 @@ impl<'a> Fields<'a> {
         lookup(self.fields, name).filter(|slot| !slot.is_null())
     }
 
-    /// A field holding JSON other than a string.
-    fn json(&self, name: &str) -> Option<&'a Value> {
-        match self.present(name) {
-            Some(Slot::Json(value)) => Some(value),
-            _ => None,
-        }
-    }
-
     /// A string field, absent or null meaning `None`. Copied out of the body's buffer (or the
     /// scrubbed text), beside the event's other copies (docs/benchmarks.md, step 12).
     pub fn text(&self, name: &str) -> Result<Option<String>, String> {
@@ -101,8 +93,7 @@ impl<'a> Fields<'a> {
     pub fn count(&self, name: &str) -> Result<Option<u64>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(_) => self
-                .json(name)
+            Some(slot) => json_of(slot)
                 .and_then(Value::as_u64)
                 .map(Some)
                 .ok_or_else(|| format!("{name} must be a whole number of zero or more")),
@@ -113,8 +104,7 @@ impl<'a> Fields<'a> {
     pub fn milliseconds(&self, name: &str) -> Result<Option<f64>, String> {
         match self.present(name) {
             None => Ok(None),
-            Some(_) => self
-                .json(name)
+            Some(slot) => json_of(slot)
                 .and_then(Value::as_f64)
                 .filter(|ms| ms.is_finite() && *ms >= 0.0)
                 .map(Some)
@@ -141,6 +131,14 @@ impl<'a> Fields<'a> {
     /// Any JSON value but null.
     pub fn value(&self, name: &str) -> Option<Value> {
         self.present(name).map(Slot::to_value)
+    }
+}
+
+/// The JSON of a slot holding JSON other than a string.
+fn json_of<'a>(slot: &'a Slot<'a>) -> Option<&'a Value> {
+    match slot {
+        Slot::Json(value) => Some(value),
+        Slot::Text(_) => None,
     }
 }
 

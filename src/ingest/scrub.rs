@@ -4,8 +4,9 @@
 //! Every string of an item is scrubbed, object keys included, at every depth and whatever its
 //! field is called; so is every number that is a Luhn-valid card number (it becomes the string
 //! `[card]`). An item's own field names are only looked up, never stored, so they are the one
-//! kind of key left as sent. The text passes are in `text.rs`, names and their values in `names.rs`. Only a
-//! few top-level fields, whose values are structure rather than data, keep their form:
+//! kind of key left as sent. The text passes are in `text.rs`, names and their values in
+//! `names.rs`. Only a few top-level fields, whose values are structure rather than data, keep
+//! their form:
 //! - times, positions, counts and durations (`timestamp`, `started_at`, `ended_at`,
 //!   `start_time`, `end_time`, `duration_ms`, `page_views`, `errors`, a frame's `line` and
 //!   `column`) keep their numbers, so an epoch millisecond is never taken for a card;

@@ -54,14 +54,11 @@ pub(super) fn margin_id(checkpoint: &str) -> String {
 
 /// The first id of the millisecond `ms` before `id`'s: every id after it is from then on.
 pub(super) fn earlier_id(id: &str, ms: u64) -> String {
-    let ulid = id
-        .strip_prefix("evt_")
-        .and_then(|rest| ulid::Ulid::from_string(rest).ok());
-    match ulid {
-        Some(ulid) => {
-            let ms = ulid.timestamp_ms().saturating_sub(ms);
-            format!("evt_{}", ulid::Ulid::from_parts(ms, 0))
-        }
+    match super::replace::minted_ms(id) {
+        Some(minted) => format!(
+            "evt_{}",
+            ulid::Ulid::from_parts(minted.saturating_sub(ms), 0)
+        ),
         // An unreadable id: index everything again.
         None => String::new(),
     }

@@ -22,9 +22,14 @@ use super::schema::{Fields, KIND_EVENT};
 /// The millisecond `id` (an event id, `evt_` and a ULID) was minted; 0 for an id of another
 /// form (none is stored: ids are minted and checked on arrival).
 pub fn id_ms(id: &str) -> u64 {
+    minted_ms(id).unwrap_or(0)
+}
+
+/// The millisecond an event id (`evt_` and a ULID) was minted in; `None` for another id.
+pub fn minted_ms(id: &str) -> Option<u64> {
     id.strip_prefix("evt_")
         .and_then(|ulid| ulid::Ulid::from_string(ulid).ok())
-        .map_or(0, |ulid| ulid.timestamp_ms())
+        .map(|ulid| ulid.timestamp_ms())
 }
 
 /// The bounds, exclusive, of the ids minted in the millisecond `ms`: every id of `ms` sorts
