@@ -110,14 +110,28 @@ pub fn index_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("search")
 }
 
-/// Opens the index at `dir`, creating it when absent or unreadable (after a warning).
+/// The file beside the index's own that names the format of its term dictionaries: tantivy is
+/// built with sorted string tables (its `quickwit` feature), which cost a fraction of FSTs to
+/// write and merge (docs/benchmarks.md, step 16), and reads only the format it is built with;
+/// an index without this file was written with FSTs and is started over.
+const FORMAT_FILE: &str = "lookout-format";
+const FORMAT: &[u8] = b"term dictionaries: sorted string tables\n";
+
+/// Opens the index at `dir`, creating it when absent, and starting it over (empty, to be
+/// caught up from redb) when unreadable, of another schema or of another format.
 pub(crate) fn open_index(dir: &Path) -> Result<Index, SearchError> {
     let (schema, _) = schema::schema();
-    let directory_error = |source| SearchError::Directory {
-        path: dir.to_path_buf(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(directory_error)?;
+    std::fs::create_dir_all(dir).map_err(|source| directory_error(dir, source))?;
+    if std::fs::read(dir.join(FORMAT_FILE)).ok().as_deref() != Some(FORMAT) {
+        let written = std::fs::read_dir(dir)
+            .map_err(|source| directory_error(dir, source))?
+            .next()
+            .is_some();
+        if written {
+            tracing::info!(path = %dir.display(), "search index of an earlier version's format: indexing every stored event again");
+        }
+        start_over(dir)?;
+    }
     let open = || -> Result<Index, SearchError> {
         let directory = MmapDirectory::open(dir).map_err(|error| {
             SearchError::Index(tantivy::TantivyError::SystemError(error.to_string()))
@@ -134,10 +148,26 @@ pub(crate) fn open_index(dir: &Path) -> Result<Index, SearchError> {
             } else {
                 tracing::warn!(%error, path = %dir.display(), "search index unreadable: rebuilding it");
             }
-            std::fs::remove_dir_all(dir).map_err(directory_error)?;
-            std::fs::create_dir_all(dir).map_err(directory_error)?;
+            start_over(dir)?;
             open()
         }
+    }
+}
+
+/// Empties `dir` and marks it with the format (`FORMAT_FILE`), synced, before any index file.
+fn start_over(dir: &Path) -> Result<(), SearchError> {
+    let error = |source| directory_error(dir, source);
+    std::fs::remove_dir_all(dir).map_err(error)?;
+    std::fs::create_dir_all(dir).map_err(error)?;
+    let mut file = std::fs::File::create(dir.join(FORMAT_FILE)).map_err(error)?;
+    std::io::Write::write_all(&mut file, FORMAT).map_err(error)?;
+    file.sync_all().map_err(error)
+}
+
+fn directory_error(dir: &Path, source: std::io::Error) -> SearchError {
+    SearchError::Directory {
+        path: dir.to_path_buf(),
+        source,
     }
 }
 

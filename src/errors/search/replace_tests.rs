@@ -1,6 +1,7 @@
 //! Replacing documents by the millisecond their ids were minted, over a scratch store and an
 //! index in memory: a sweep across a batch boundary inside one millisecond, a moved event, an
-//! event of a millisecond already read back, and no term per event in the index.
+//! event of a millisecond already read back, and no term per event in the index; an index of
+//! another schema or format started over.
 
 use serde_json::json;
 use tantivy::collector::Count;
@@ -12,6 +13,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::errors::event_db::{EventBatch, remove_event, rewrite_event, store_events};
 use crate::errors::search::query::term;
 use crate::errors::search::schema::KIND_EVENT;
+use crate::errors::search::{FORMAT, FORMAT_FILE, open_index};
 // Marked so the arrow check (tests/integration/tidy.rs) reads it as test-only, as it is.
 #[cfg(test)]
 use crate::ingest::web_errors::parse_event;
@@ -228,6 +230,8 @@ async fn no_field_holds_a_term_per_event() {
 #[test]
 fn an_index_of_the_earlier_schema_is_started_over() {
     let dir = tempfile::tempdir().unwrap();
+    // Of this format: only the schema differs.
+    std::fs::write(dir.path().join(FORMAT_FILE), FORMAT).unwrap();
     // The schema before `id_ms`: ids and timestamps indexed.
     let mut builder = tantivy::schema::Schema::builder();
     let id = builder.add_text_field("id", tantivy::schema::STRING | tantivy::schema::STORED);
@@ -245,10 +249,43 @@ fn an_index_of_the_earlier_schema_is_started_over() {
     prepared.commit().unwrap();
     drop(writer);
 
-    let opened = crate::errors::search::open_index(dir.path()).unwrap();
+    let opened = open_index(dir.path()).unwrap();
     assert_eq!(opened.schema(), schema::schema().0);
     let target = Target::new(opened).unwrap();
     assert_eq!(target.reader.searcher().num_docs(), 0);
     // No checkpoint: every stored event is indexed again, in the background.
     assert_eq!(target.checkpoint(), None);
+}
+
+/// One event's document committed to `index` with the event as the checkpoint.
+fn commit_one_event(index: &Index) {
+    let (_, fields) = schema::schema();
+    let mut writer = index.writer_with_num_threads(1, 15_000_000).unwrap();
+    let mut document = tantivy::TantivyDocument::default();
+    document.add_text(fields.kind, KIND_EVENT);
+    document.add_text(fields.id, "evt_01JGZ0000000000000000000000");
+    writer.add_document(document).unwrap();
+    let mut prepared = writer.prepare_commit().unwrap();
+    prepared.set_payload("evt_01JGZ0000000000000000000000\ncomplete");
+    prepared.commit().unwrap();
+}
+
+#[test]
+fn an_index_without_the_format_file_is_started_over_and_one_with_it_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // This schema, but written without the file, as indexes of FST term dictionaries were.
+    commit_one_event(&Index::create_in_dir(dir.path(), schema::schema().0).unwrap());
+
+    let started_over = Target::new(open_index(dir.path()).unwrap()).unwrap();
+    assert_eq!(started_over.reader.searcher().num_docs(), 0);
+    assert_eq!(started_over.checkpoint(), None);
+    assert_eq!(std::fs::read(dir.path().join(FORMAT_FILE)).unwrap(), FORMAT);
+    // Its writer holds the index's lock until it is dropped.
+    let index = started_over.index.clone();
+    drop(started_over);
+    commit_one_event(&index);
+
+    let kept = Target::new(open_index(dir.path()).unwrap()).unwrap();
+    assert_eq!(kept.reader.searcher().num_docs(), 1);
+    assert_eq!(kept.checkpoint(), Some("evt_01JGZ0000000000000000000000"));
 }
