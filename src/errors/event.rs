@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::stack;
 use crate::accounts::model::OrgId;
 use crate::clock::Timestamp;
-use crate::store::codec::Record;
+use crate::store::codec::{Decode, Record};
 use crate::store::{ages, tables};
 
 crate::typed_id!(
@@ -127,4 +127,36 @@ fn derive_frames(stack: Option<&str>) -> Vec<Value> {
         .iter()
         .map(stack::Frame::to_json)
         .collect()
+}
+
+/// What removing a stored event needs to know of it: its index rows' keys and its group.
+/// Read from the same record as `ErrorEvent`, whose other fields are skipped unread (no
+/// message, stack or tags decoded into values: most of the cost of reading an event).
+#[derive(Debug, Deserialize)]
+pub(super) struct EventRows {
+    pub id: EventId,
+    #[serde(default)]
+    pub event_id: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    pub timestamp: Timestamp,
+    pub received_at: Timestamp,
+    #[serde(default)]
+    pub group_id: Option<String>,
+}
+
+impl Decode for EventRows {
+    const KIND: &'static str = <ErrorEvent as Record>::KIND;
+
+    fn attach_tag(&mut self, tag: &str) -> bool {
+        self.group_id = Some(tag.to_string());
+        true
+    }
+}
+
+impl EventRows {
+    /// Its row in the telemetry age index, as `ErrorEvent::age` says.
+    pub(super) fn age(&self) -> Timestamp {
+        ages::age_of(self.timestamp, self.received_at)
+    }
 }

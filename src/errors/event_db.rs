@@ -9,12 +9,13 @@
 //! committed, and everything it writes commits with the events or not at all.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use redb::{ReadTransaction, WriteTransaction};
 use tokio::sync::oneshot;
 
 use super::db::{self as groups, Grouping};
-use super::event::ErrorEvent;
+use super::event::{ErrorEvent, EventRows};
 use super::fingerprint::Fingerprint;
 use crate::accounts::model::OrgId;
 use crate::alerting::{Activity, Metric, RollupBatch, record_activity};
@@ -37,7 +38,7 @@ const EVENT_CLIENT_IDS: IndexTable = IndexTable::new(tables::EVENT_CLIENT_IDS);
 /// nor frees them (profiling found both costly there).
 pub struct EventBatch {
     events: Vec<ErrorEvent>,
-    fingerprints: Vec<Fingerprint>,
+    fingerprints: Vec<Arc<Fingerprint>>,
     /// Each event's record, encoded (JSON, zstd) without its group, which the write adds as
     /// the record's tag: the encoding is done here, not on the store's writer thread.
     encoded: Vec<Option<Encoded<ErrorEvent>>>,
@@ -265,7 +266,7 @@ pub fn remove_event(txn: &WriteTransaction, key: &str) -> Result<bool, StoreErro
 pub fn remove_events(txn: &WriteTransaction, keys: &[&str]) -> Result<usize, StoreError> {
     let mut removed = Vec::with_capacity(keys.len());
     for key in keys {
-        let Some(event) = EVENTS.get(txn, key)? else {
+        let Some(event) = EVENTS.get_part::<EventRows>(txn, key)? else {
             continue;
         };
         let (org, _) = tables::split_composite_key(key).unwrap_or((key, ""));

@@ -11,7 +11,8 @@
 //! with frames a source map resolved are fingerprinted directly. The memory is bounded
 //! (`MAX_SHAPE_BYTES`, each shape at most `MAX_SHAPE_KEY`): when full it starts again empty.
 
-use std::sync::{LazyLock, Mutex};
+use std::ops::Range;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde_json::Value;
 
@@ -32,7 +33,7 @@ const MAX_SHAPE_KEY: usize = 64 << 10;
 struct Shapes {
     /// Hashed with foldhash (seeded per process): a shape is a kilobyte or more, and SipHash
     /// over it, under this lock, was a twentieth of a request thread's time.
-    known: foldhash::HashMap<Box<[u8]>, Fingerprint>,
+    known: foldhash::HashMap<Box<[u8]>, Arc<Fingerprint>>,
     bytes: usize,
 }
 
@@ -82,8 +83,9 @@ impl<'a> Facts<'a> {
     }
 }
 
-/// The shape of an event: its name and the facts of each frame, each text length-prefixed.
-fn shape<'a>(name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) -> Vec<u8> {
+/// Appends the shape of an event to `key`: its name and the facts of each frame, each text
+/// length-prefixed.
+fn shape<'a>(key: &mut Vec<u8>, name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) {
     fn text(key: &mut Vec<u8>, text: Option<&str>) {
         match text {
             None => key.push(0),
@@ -94,11 +96,10 @@ fn shape<'a>(name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) -> Vec
             }
         }
     }
-    let mut key = Vec::with_capacity(512);
-    text(&mut key, name);
+    text(key, name);
     for facts in frames {
-        text(&mut key, facts.file);
-        text(&mut key, facts.function);
+        text(key, facts.file);
+        text(key, facts.function);
         let in_app = match facts.in_app {
             None => 0,
             Some(false) => 1,
@@ -107,38 +108,52 @@ fn shape<'a>(name: Option<&str>, frames: impl Iterator<Item = Facts<'a>>) -> Vec
         key.push(in_app | u8::from(facts.has_line) << 2 | u8::from(facts.is_async) << 3);
         key.push(u8::from(facts.is_eval));
     }
-    key
 }
 
-/// The shape of an event, unless it is fingerprinted directly (a client fingerprint, resolved
-/// frames, or neither frames nor a stack).
-fn shape_of(event: &ErrorEvent) -> Option<Vec<u8>> {
+/// Appends the shape of an event to `key` and answers `true`, unless it is fingerprinted
+/// directly (a client fingerprint, resolved frames, or neither frames nor a stack): then
+/// `key` is left as it was.
+fn shape_of(event: &ErrorEvent, key: &mut Vec<u8>) -> bool {
     if event
         .fingerprint
         .as_ref()
         .is_some_and(|parts| !parts.is_empty())
     {
-        return None;
+        return false;
     }
     let name = event.name.as_deref();
     match (&event.frames, &event.stack) {
-        (Some(frames), _) if frames.iter().any(|frame| frame["resolved"].is_object()) => None,
-        (Some(frames), _) => Some(shape(name, frames.iter().map(Facts::of_json))),
-        (None, Some(text)) => Some(shape(name, stack::parse(text).iter().map(Facts::of_parsed))),
-        (None, None) => None,
+        (Some(frames), _) if frames.iter().any(|frame| frame["resolved"].is_object()) => {
+            return false;
+        }
+        (Some(frames), _) => shape(key, name, frames.iter().map(Facts::of_json)),
+        // The frames are read as they are parsed: none is kept.
+        (None, Some(text)) => shape(key, name, stack::frames(text).map(|f| Facts::of_parsed(&f))),
+        (None, None) => return false,
     }
+    true
 }
 
 /// The fingerprint of each event (as `fingerprint_of` gives it), by shape where one is known.
-pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
-    let shapes_of: Vec<Option<Vec<u8>>> = events.iter().map(shape_of).collect();
-    let mut found: Vec<Option<Fingerprint>> = {
+/// Events of one shape share one fingerprint (an `Arc`, not a copy each). The batch's shapes
+/// are written one after another into one buffer.
+pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Arc<Fingerprint>> {
+    let mut keys = Vec::with_capacity(events.len() * 512);
+    let spans: Vec<Option<Range<usize>>> = events
+        .iter()
+        .map(|event| {
+            let start = keys.len();
+            shape_of(event, &mut keys).then_some(start..keys.len())
+        })
+        .collect();
+    let key_of = |span: &Option<Range<usize>>| span.clone().map(|span| &keys[span]);
+    let mut found: Vec<Option<Arc<Fingerprint>>> = {
         let shapes = SHAPES
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let found: Vec<Option<Fingerprint>> = shapes_of
+        let found: Vec<Option<Arc<Fingerprint>>> = spans
             .iter()
-            .map(|key| shapes.known.get(key.as_deref()?).cloned())
+            .map(|span| shapes.known.get(key_of(span)?).cloned())
             .collect();
         #[cfg(test)]
         HITS.fetch_add(
@@ -147,18 +162,18 @@ pub fn fingerprints(events: &[ErrorEvent]) -> Vec<Fingerprint> {
         );
         found
     };
-    let mut learned: Vec<(Box<[u8]>, Fingerprint)> = Vec::new();
-    for ((event, key), slot) in events.iter().zip(shapes_of).zip(found.iter_mut()) {
+    let mut learned: Vec<(Box<[u8]>, Arc<Fingerprint>)> = Vec::new();
+    for ((event, span), slot) in events.iter().zip(&spans).zip(found.iter_mut()) {
         if slot.is_some() {
             continue;
         }
         // A shape not known yet: fingerprinted as any event is (its stack parsed once more).
-        let computed = fingerprint_of(event);
-        if let Some(key) = key
+        let computed = Arc::new(fingerprint_of(event));
+        if let Some(key) = key_of(span)
             && computed.basis == Basis::Stack
             && key.len() <= MAX_SHAPE_KEY
         {
-            learned.push((key.into_boxed_slice(), computed.clone()));
+            learned.push((key.into(), Arc::clone(&computed)));
         }
         *slot = Some(computed);
     }

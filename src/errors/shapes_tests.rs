@@ -61,13 +61,17 @@ fn variety(site: &str) -> Vec<ErrorEvent> {
     ]
 }
 
+fn plain(found: Vec<Arc<Fingerprint>>) -> Vec<Fingerprint> {
+    found.iter().map(|found| (**found).clone()).collect()
+}
+
 #[test]
 fn found_by_shape_or_not_a_fingerprint_is_the_one_computed_afresh() {
     let events = variety("shapesEquality");
     let afresh: Vec<Fingerprint> = events.iter().map(fingerprint_of).collect();
     // Twice: the first time shapes are learned, the second they are found.
-    assert_eq!(fingerprints(&events), afresh);
-    assert_eq!(fingerprints(&events), afresh);
+    assert_eq!(plain(fingerprints(&events)), afresh);
+    assert_eq!(plain(fingerprints(&events)), afresh);
     // Events that differ only in lines and message share one fingerprint, and another name
     // does not.
     assert_eq!(afresh[0], afresh[1]);
@@ -92,7 +96,7 @@ fn a_known_shape_is_found_not_computed() {
     assert!(
         found
             .iter()
-            .all(|found| *found == fingerprint_of(&first[0]))
+            .all(|found| **found == fingerprint_of(&first[0]))
     );
 }
 
@@ -119,11 +123,15 @@ fn a_shape_longer_than_the_longest_kept_is_computed_each_time() {
     // Twice: right both times, and never remembered.
     for _ in 0..2 {
         assert_eq!(
-            fingerprints(std::slice::from_ref(&long)),
+            plain(fingerprints(std::slice::from_ref(&long))),
             vec![fingerprint_of(&long)]
         );
     }
-    let key = shape_of(&long).expect("frames without a resolved one have a shape");
+    let mut key = Vec::new();
+    assert!(
+        shape_of(&long, &mut key),
+        "frames without a resolved one have a shape"
+    );
     assert!(key.len() > MAX_SHAPE_KEY);
     assert!(!SHAPES.lock().unwrap().known.contains_key(key.as_slice()));
 }

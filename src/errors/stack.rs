@@ -67,6 +67,11 @@ impl<'a> Frame<'a> {
 /// (their first line is the message, which may contain anything); everything else is read
 /// as Gecko/JavaScriptCore `function@location` lines.
 pub fn parse(stack: &str) -> Vec<Frame<'_>> {
+    frames(stack).collect()
+}
+
+/// The frames `parse` returns, one at a time (for a reader that keeps none of them).
+pub fn frames(stack: &str) -> impl Iterator<Item = Frame<'_>> {
     let is_v8 = stack
         .lines()
         .any(|line| line.trim_start().starts_with("at "));
@@ -77,11 +82,10 @@ pub fn parse(stack: &str) -> Vec<Frame<'_>> {
     };
     stack
         .lines()
-        .filter_map(|line| parse_line(line.trim()))
+        .filter_map(move |line| parse_line(line.trim()))
         // A frame names its script; `f@ line 3 > eval` or `at f ( :1:2)` name none.
         .filter(|frame| !frame.file.trim().is_empty())
         .take(MAX_FRAMES)
-        .collect()
 }
 
 /// `at [async ][function ](location)` or `at [async ]location`.

@@ -21,9 +21,10 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
 /// Items deleted per transaction.
 pub const BATCH: usize = 256;
 /// After each of its transactions a sweep waits this many times as long as the transaction
-/// took: a large backlog (a lowered retention, a store that was offline) takes at most a third
-/// of the store's one writer, and ingest's requests keep their latency meanwhile.
-const PAUSE_PER_WRITE: u32 = 2;
+/// took (from its queueing to its commit, so longer while ingest is busy): a large backlog (a
+/// lowered retention, a store that was offline) takes at most a fifth of the store's one
+/// writer, and ingest's requests keep their latency meanwhile.
+const PAUSE_PER_WRITE: u32 = 4;
 
 /// Sweeps every `SWEEP_INTERVAL` until `shutdown` turns true (or its sender is dropped).
 pub async fn run(ingest: Ingest, mut shutdown: watch::Receiver<bool>) {

@@ -18,7 +18,7 @@
 use redb::WriteTransaction;
 
 use super::tables::{self, time_key};
-use super::{IndexTable, IndexWriter, ReadTxn, Scan, StoreError};
+use super::{IndexTable, IndexWriter, ReadTxn, StoreError};
 use crate::clock::Timestamp;
 
 pub const TELEMETRY_AGES: IndexTable = IndexTable::new(tables::TELEMETRY_AGES);
@@ -120,7 +120,8 @@ pub struct Expired {
 }
 
 /// Up to `limit` items aged strictly before `cutoff`, oldest first, each with the row naming
-/// it (a bundle's records share its row). A row whose tag is none of `kinds` is corrupt.
+/// it (a bundle's records share its row). A row whose tag is none of `kinds` is corrupt. Rows
+/// are read only until `limit` items are found: a bundle names up to `BUNDLE_MAX` of them.
 pub fn expired(
     txn: &impl ReadTxn,
     (cutoff, kinds): (Timestamp, &[Kind]),
@@ -128,41 +129,37 @@ pub fn expired(
 ) -> Result<Vec<Expired>, StoreError> {
     let bound = time_key(cutoff);
     let mut found = Vec::new();
-    // Each row names at least one record, so `limit` rows are always enough.
-    let scan = Scan {
-        prefix: "",
-        after: None,
-        limit,
-    };
-    for (key, bundled) in TELEMETRY_AGES.scan(txn, scan)? {
+    let table = txn.open(TELEMETRY_AGES.definition())?;
+    table.walk(std::ops::Bound::Unbounded, |key, bundled| {
+        if found.len() >= limit {
+            return Ok(false);
+        }
         let mut parts = key.splitn(3, '/');
         let (Some(age), Some(kind), Some(record_key)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err(corrupt(&key));
+            return Err(corrupt(key));
         };
         if age >= bound.as_str() {
-            break;
+            return Ok(false);
         }
         let kind = *kinds
             .iter()
             .find(|known| known.as_str() == kind)
-            .ok_or_else(|| corrupt(&key))?;
-        let records: Vec<&str> = if bundled.is_empty() {
-            vec![record_key]
+            .ok_or_else(|| corrupt(key))?;
+        // A record's own row names it in its key; a bundle's value names its records.
+        let records = if bundled.is_empty() {
+            record_key
         } else {
-            bundled.split('\n').collect()
+            bundled
         };
-        for record_key in records {
-            if found.len() == limit {
-                return Ok(found);
-            }
-            found.push(Expired {
-                kind,
-                record_key: record_key.to_string(),
-                age_key: key.clone(),
-            });
-        }
-    }
+        let wanted = limit - found.len();
+        found.extend(records.split('\n').take(wanted).map(|record_key| Expired {
+            kind,
+            record_key: record_key.to_string(),
+            age_key: key.to_string(),
+        }));
+        Ok(true)
+    })?;
     Ok(found)
 }
 
@@ -288,5 +285,24 @@ mod tests {
         assert_eq!(rows_of_many.len(), 2, "a bundle holds at most BUNDLE_MAX");
         forget_taken(&txn, &due).unwrap();
         assert_eq!(TELEMETRY_AGES.row_count(&txn).unwrap(), 0);
+    }
+
+    /// A bundle names up to `BUNDLE_MAX` records: rows are read only until `limit` are found,
+    /// not `limit` rows (each copied whole). A row after them, here one no kind claims, is
+    /// not even read.
+    #[test]
+    fn rows_are_read_only_until_the_limit_is_found() {
+        let (_dir, database) = crate::store::migrations::scratch_database();
+        let txn = database.begin_write().unwrap();
+        let keys: Vec<String> = (0..5).map(|n| format!("org_A/evt_{n}")).collect();
+        let records: Vec<_> = keys.iter().map(|key| (Timestamp(1_000), key)).collect();
+        let mut rows = TELEMETRY_AGES.writer(&txn).unwrap();
+        put_ages_bundled(&mut rows, EVENT, &records).unwrap();
+        drop(rows);
+        put_age(&txn, SPAN, Timestamp(2_000), "org_A/t/s").unwrap();
+        let due = expired(&txn, (Timestamp(9_000), &[EVENT]), 3).unwrap();
+        let found: Vec<&str> = due.iter().map(|e| e.record_key.as_str()).collect();
+        assert_eq!(found, &keys[..3]);
+        assert!(expired(&txn, (Timestamp(9_000), &[EVENT]), 6).is_err());
     }
 }

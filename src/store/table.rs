@@ -98,23 +98,35 @@ impl<V: Value + 'static> OpenTable<'_, V> {
             Some(after) if after >= scan.prefix => Bound::Excluded(after),
             _ => Bound::Included(scan.prefix),
         };
+        let mut rows = Vec::new();
+        self.walk(start, |key, value| {
+            if rows.len() >= scan.limit || !key.starts_with(scan.prefix) {
+                return Ok(false);
+            }
+            rows.push(read(key, value)?);
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
+    /// Walks the rows from `start` on in key order, calling `visit(key, value)` on each until
+    /// it answers `false` (before reading the next row) or the table ends.
+    pub fn walk(
+        &self,
+        start: Bound<&str>,
+        mut visit: impl FnMut(&str, V::SelfType<'_>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
         let range = match self {
             OpenTable::Read(table) => table.range::<&str>((start, Bound::Unbounded))?,
             OpenTable::Write(table) => table.range::<&str>((start, Bound::Unbounded))?,
         };
-        let mut rows = Vec::new();
         for entry in range {
-            if rows.len() >= scan.limit {
-                break;
-            }
             let (key, value) = entry?;
-            let key = key.value();
-            if !key.starts_with(scan.prefix) {
+            if !visit(key.value(), value.value())? {
                 break;
             }
-            rows.push(read(key, value.value())?);
         }
-        Ok(rows)
+        Ok(())
     }
 
     /// Rows whose keys start with `prefix` (which ends in `/`) and sort before `before` when
@@ -166,8 +178,17 @@ impl<R: Record> RecordTable<R> {
     }
 
     pub fn get(&self, txn: &impl ReadTxn, key: &str) -> Result<Option<R>, StoreError> {
+        self.get_part(txn, key)
+    }
+
+    /// Part of a record (`codec::Decode`): the fields `P` holds, the others skipped.
+    pub fn get_part<P: codec::Decode>(
+        &self,
+        txn: &impl ReadTxn,
+        key: &str,
+    ) -> Result<Option<P>, StoreError> {
         txn.open(self.def)?
-            .get_with(key, codec::decode::<R>)?
+            .get_with(key, codec::decode::<P>)?
             .transpose()
     }
 
