@@ -130,10 +130,10 @@ pub fn expired(
     let bound = time_key(cutoff);
     let mut found = Vec::new();
     let table = txn.open(TELEMETRY_AGES.definition())?;
+    if limit == 0 {
+        return Ok(found);
+    }
     table.walk(std::ops::Bound::Unbounded, |key, bundled| {
-        if found.len() >= limit {
-            return Ok(false);
-        }
         let mut parts = key.splitn(3, '/');
         let (Some(age), Some(kind), Some(record_key)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -158,7 +158,7 @@ pub fn expired(
             record_key: record_key.to_string(),
             age_key: key.to_string(),
         }));
-        Ok(true)
+        Ok(found.len() < limit)
     })?;
     Ok(found)
 }

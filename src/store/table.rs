@@ -99,12 +99,15 @@ impl<V: Value + 'static> OpenTable<'_, V> {
             _ => Bound::Included(scan.prefix),
         };
         let mut rows = Vec::new();
+        if scan.limit == 0 {
+            return Ok(rows);
+        }
         self.walk(start, |key, value| {
-            if rows.len() >= scan.limit || !key.starts_with(scan.prefix) {
+            if !key.starts_with(scan.prefix) {
                 return Ok(false);
             }
             rows.push(read(key, value)?);
-            Ok(true)
+            Ok(rows.len() < scan.limit)
         })?;
         Ok(rows)
     }
