@@ -148,6 +148,8 @@ fn events_left_out_of_a_full_inbox_are_read_back_and_a_clean_stop_stays_complete
         metric(&server, "lookout_search_left_out_events_total"),
         Some(2_000.0)
     );
+    let read_back = metric(&server, "lookout_search_read_back_events_total").expect("counted");
+    assert!(read_back >= 2_000.0, "read back {read_back}");
     assert_eq!(metric(&server, "lookout_search_inbox_bytes"), Some(0.0));
     for word in ["n0", "n1234", "n1999"] {
         assert_eq!(found(&server, &key, word), 1, "{word}");
