@@ -79,10 +79,11 @@ impl Trainer {
             tokio::spawn(async move {
                 match train(&store, &org).await {
                     Ok(Some(report)) => {
-                        metrics::counter!("lookout_record_dictionaries_trained_total").increment(1);
+                        // Logged before it is counted: whoever sees the count finds the line.
                         tracing::info!(org = %org, id = %format!("{:016x}", report.id),
                             bytes = report.bytes, samples = report.samples,
                             sample_bytes = report.sample_bytes, "record dictionary trained");
+                        metrics::counter!("lookout_record_dictionaries_trained_total").increment(1);
                     }
                     Ok(None) => tracing::debug!(org = %org, "too little to train a dictionary on"),
                     Err(err) => tracing::warn!(org = %org, error = %err,

@@ -76,11 +76,13 @@ fn events_after_the_dictionary_is_trained_read_back_after_a_restart_and_a_restor
         Duration::from_secs(60),
         || metric(&server, "lookout_record_dictionaries_trained_total").filter(|n| *n >= 1.0),
     );
-    assert!(
-        server.log().contains("record dictionary trained"),
-        "{}",
-        server.log()
-    );
+    // The log line reaches the harness through a pipe and a reader thread: wait for it too.
+    wait_for("the training's log line", Duration::from_secs(10), || {
+        server
+            .log()
+            .contains("record dictionary trained")
+            .then_some(())
+    });
     send_events(&server, BEFORE, AFTER, "afterdict");
     let total = BEFORE + AFTER;
     assert_eq!(stored(&server, &key, "afterdict"), (total, AFTER));

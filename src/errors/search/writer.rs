@@ -293,6 +293,10 @@ impl Writer {
                         .target()
                         .add_stored(fields, org, batch, &mut rebuild_sweep);
                 }
+                // Counted before any commit makes them searchable: a reader of the metrics
+                // never finds events searchable and not yet counted.
+                metrics::counter!("lookout_search_read_back_events_total")
+                    .increment(batch.len() as u64);
                 // Held at the oldest left out, this one or one left out meanwhile.
                 let held = held_checkpoint(inbox, Some(&oldest));
                 live.commit_on_the_way(held.as_deref());
@@ -305,7 +309,6 @@ impl Writer {
                 if self.commit_live() {
                     self.inbox.unsearched.forget_left_out(left_out_seq);
                 }
-                metrics::counter!("lookout_search_read_back_events_total").increment(events);
                 tracing::info!(
                     events,
                     seconds = started.elapsed().as_secs_f64(),
