@@ -5,7 +5,9 @@
 //! and ids so grouping and masking are exercised. After a warm-up it counts accepted events
 //! for a fixed time and reports events/s, request p50/p99, non-202 answers, the time from the
 //! acknowledgement of a last batch until a search finds its marker, the server's peak RSS
-//! (VmHWM), its CPU time per event, and the bytes the data dir grew by per event.
+//! (VmHWM), its CPU time per event, the bytes the data dir grew by per event, the store's
+//! commits in the measured window (how many, their mean time, how many took over 10, 25 and
+//! 50 ms) and the events the search index's inbox left out and read back.
 //!
 //! Run: `cargo bench --bench ingest_load`. Environment: LOOKOUT_BENCH_SECONDS (measured
 //! seconds, 20), LOOKOUT_BENCH_WARMUP_SECONDS (5), LOOKOUT_BENCH_CLIENTS (64),
@@ -274,16 +276,44 @@ fn load_average() -> String {
     text.split(' ').next().unwrap_or("?").to_string()
 }
 
+/// The server's `/metrics` text.
+fn metrics_text(base: &str) -> String {
+    reqwest::blocking::get(format!("{base}/metrics"))
+        .and_then(|reply| reply.text())
+        .expect("metrics")
+}
+
 /// `sum / count` of a Prometheus histogram in the `/metrics` text.
 fn histogram_mean(metrics: &str, name: &str) -> f64 {
-    let value = |suffix: &str| {
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name}{suffix} ")))
-            .and_then(|value| value.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    value("_sum") / value("_count").max(1.0)
+    histogram_value(metrics, name, "_sum") / histogram_value(metrics, name, "_count").max(1.0)
+}
+
+/// One line of a Prometheus histogram (`_sum`, `_count`, `_bucket{le="0.05"}`), or 0.
+fn histogram_value(metrics: &str, name: &str, suffix: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}{suffix} ")))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// The store's commits between two `/metrics` readings: how many, their mean time, and how
+/// many took longer than 10, 25 and 50 ms (the histogram's bucket bounds).
+fn commits_between(before: &str, after: &str, window: f64) -> String {
+    const NAME: &str = "lookout_store_commit_seconds";
+    let delta =
+        |suffix: &str| histogram_value(after, NAME, suffix) - histogram_value(before, NAME, suffix);
+    let count = delta("_count");
+    let over = |bound: &str| count - delta(&format!("_bucket{{le=\"{bound}\"}}"));
+    format!(
+        "{count:.0} commits ({:.0}/s), mean {:.1} ms; over 10 ms: {:.0}, over 25 ms: {:.0}, \
+         over 50 ms: {:.0}",
+        count / window,
+        delta("_sum") * 1000.0 / count.max(1.0),
+        over("0.01"),
+        over("0.025"),
+        over("0.05"),
+    )
 }
 
 fn main() {
@@ -353,6 +383,7 @@ fn main() {
     let (server_cpu_before, own_cpu_before) = (cpu_total(&pid), cpu_total("self"));
     let threads_before = thread_cpu_seconds(&pid);
     let load_before = load_average();
+    let metrics_before = metrics_text(&base);
     std::thread::sleep(Duration::from_secs(seconds));
     stop.store(true, Ordering::Relaxed);
     let window = measure_from.elapsed().as_secs_f64();
@@ -361,6 +392,7 @@ fn main() {
         cpu_total("self") - own_cpu_before,
     );
     let threads_after = thread_cpu_seconds(&pid);
+    let metrics_after = metrics_text(&base);
     let reports: Vec<ClientReport> = runtime.block_on(async {
         let mut reports = Vec::new();
         for task in tasks {
@@ -397,12 +429,7 @@ fn main() {
         );
         std::thread::sleep(Duration::from_millis(5));
     };
-    let metrics = search
-        .get(format!("{base}/metrics"))
-        .send()
-        .expect("metrics")
-        .text()
-        .unwrap();
+    let metrics = metrics_text(&base);
     let stored: f64 = metrics
         .lines()
         .find_map(|line| line.strip_prefix("lookout_ingest_events_stored_total "))
@@ -501,6 +528,16 @@ fn main() {
         "store commits: mean {:.1} ms, mean batch {:.1} writes",
         histogram_mean(&metrics, "lookout_store_commit_seconds") * 1000.0,
         histogram_mean(&metrics, "lookout_store_commit_batch_size")
+    );
+    let counter = |name: &str| histogram_value(&metrics, name, "");
+    println!(
+        "search inbox: {:.0} events left out, {:.0} read back",
+        counter("lookout_search_left_out_events_total"),
+        counter("lookout_search_read_back_events_total")
+    );
+    println!(
+        "store commits in the measured window: {}",
+        commits_between(&metrics_before, &metrics_after, window)
     );
     drop(server);
     if std::env::var("LOOKOUT_BENCH_KEEP").is_ok_and(|keep| keep == "1") {

@@ -2,7 +2,8 @@
 //! CONTRACT fields (`message`, `name`, `stack` through the group, `url`, `release`,
 //! `service`, `environment`, `level`, `tag.KEY`), `from`/`to`/`group`, a bad query, `kill -9`
 //! before the index commit, a deleted index rebuilt on start, and an offline `lookout
-//! reindex` giving the same answers as the live index (online: `errors_reindex.rs`).
+//! reindex` giving the same answers as the live index (online: `errors_reindex.rs`), and the
+//! index's threads running below ingest's priority.
 
 use std::time::{Duration, Instant};
 
@@ -137,6 +138,52 @@ fn events_are_searchable_within_a_second_by_every_contract_field() {
         "/api/v1/errors?q=level:error&cursor=o100000",
     ))
     .problem(400, "invalid_parameter");
+}
+
+/// (name, nice) of each thread of process `pid`, from `/proc`.
+fn thread_priorities(pid: u32) -> Vec<(String, i32)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the server's threads")
+        .filter_map(|entry| {
+            let task = entry.ok()?.path();
+            let name = std::fs::read_to_string(task.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+            // Fields after the name (which may hold spaces): nice is the 17th of them.
+            let nice = stat[stat.rfind(')')? + 2..]
+                .split(' ')
+                .nth(16)?
+                .parse()
+                .ok()?;
+            Some((name.trim().to_string(), nice))
+        })
+        .collect()
+}
+
+#[test]
+fn the_search_index_threads_yield_the_cpu_to_ingest() {
+    let server = ingest_server(&[]);
+    let key = owner_key(&server);
+    accepted(&post(&server, "/ingest/web-errors", &events()));
+    wait_for("the events searchable", Duration::from_secs(5), || {
+        (ids(&server, &key, "q=exploded").len() == 1).then_some(())
+    });
+    let threads = thread_priorities(server.pid());
+    let nice = |name: &str| -> Vec<i32> {
+        threads
+            .iter()
+            .filter(|(thread, _)| thread.starts_with(name))
+            .map(|(_, nice)| *nice)
+            .collect()
+    };
+    // The index writer and the pools tantivy started for it: lowered.
+    for name in ["search-writer", "merge_thread", "segment_update"] {
+        let found = nice(name);
+        assert!(!found.is_empty(), "no {name} thread in {threads:?}");
+        assert!(found.iter().all(|nice| *nice == 5), "{name}: {threads:?}");
+    }
+    // Ingest's threads: the store's writer and the runtime's workers keep the default.
+    assert_eq!(nice("store-writer"), [0], "{threads:?}");
+    assert!(nice("lookout").iter().all(|nice| *nice == 0), "{threads:?}");
 }
 
 /// Waits until `/healthz` no longer says the index is catching up after a start.

@@ -19,6 +19,7 @@
 //! demand, offline (`rebuild`) or through the running server, and searches answer from the
 //! old index until the new one is complete.
 
+pub mod background;
 pub mod checkpoint;
 pub mod inbox;
 pub mod newest;

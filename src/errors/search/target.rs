@@ -61,7 +61,10 @@ impl Target {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        // Opened from a lowered thread: tantivy's pools start now and inherit its priority.
+        let writer = super::background::opened_lowered(|| {
+            index.writer_with_num_threads(1, WRITER_HEAP_BYTES)
+        })?;
         let payload = Payload::parse(index.load_metas()?.payload.as_deref());
         Ok(Target {
             index,

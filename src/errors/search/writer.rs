@@ -155,6 +155,8 @@ impl Writer {
     /// `COMMIT_INTERVAL` passed since the first uncommitted document, step a rebuild between
     /// live messages, and commit a last time when every sender is gone.
     pub fn run(mut self, catch_up: bool, messages: Receiver<Message>) {
+        // Ingest's acknowledgements come first; the threads tantivy starts from here inherit it.
+        super::background::lower_this_thread();
         if !catch_up {
             metrics::counter!("lookout_search_catch_up_events_total").increment(0);
         } else if !self.catch_up_at_start() {
