@@ -3,9 +3,9 @@
 //! and segment-updater pools), run at a lower scheduling priority (nice `NICE`).
 //!
 //! On a busy machine an acknowledgement waits on the request's parsing and on the store's
-//! writer, not on the index, which has its own freshness promise and a byte-bounded inbox
-//! that it drains when the CPU is free; at full speed the index is most of the work that can
-//! wait. A thread's nice value is inherited by the threads it starts, so lowering the index
+//! writer; on the index only while its byte-bounded inbox is past half its bound (`inbox.rs`),
+//! and the index drains that inbox with the CPU they leave. At full speed the index is most of
+//! the work that can wait. A thread's nice value is inherited by the threads it starts, so lowering the index
 //! writer thread once, and opening each tantivy `IndexWriter` from a lowered thread, covers
 //! every thread tantivy starts, then or later.
 //!
