@@ -30,8 +30,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use support::{
-    api_key, cpu_seconds, disk_bytes, env_number, sign_in_owner, start_server, status_kib,
-    thread_cpu_seconds,
+    api_key, cpu_seconds, disk_bytes, env_number, metric_in, metrics_text, sign_in_owner,
+    start_server, status_kib, thread_cpu_seconds,
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
@@ -276,13 +276,6 @@ fn load_average() -> String {
     text.split(' ').next().unwrap_or("?").to_string()
 }
 
-/// The server's `/metrics` text.
-fn metrics_text(base: &str) -> String {
-    reqwest::blocking::get(format!("{base}/metrics"))
-        .and_then(|reply| reply.text())
-        .expect("metrics")
-}
-
 /// `sum / count` of a Prometheus histogram in the `/metrics` text.
 fn histogram_mean(metrics: &str, name: &str) -> f64 {
     histogram_value(metrics, name, "_sum") / histogram_value(metrics, name, "_count").max(1.0)
@@ -290,11 +283,7 @@ fn histogram_mean(metrics: &str, name: &str) -> f64 {
 
 /// One line of a Prometheus histogram (`_sum`, `_count`, `_bucket{le="0.05"}`), or 0.
 fn histogram_value(metrics: &str, name: &str, suffix: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("{name}{suffix} ")))
-        .and_then(|value| value.trim().parse::<f64>().ok())
-        .unwrap_or(0.0)
+    metric_in(metrics, &format!("{name}{suffix}")).unwrap_or(0.0)
 }
 
 /// The store's commits between two `/metrics` readings: how many, their mean time, and how
@@ -529,7 +518,7 @@ fn main() {
         histogram_mean(&metrics, "lookout_store_commit_seconds") * 1000.0,
         histogram_mean(&metrics, "lookout_store_commit_batch_size")
     );
-    let counter = |name: &str| histogram_value(&metrics, name, "");
+    let counter = |name: &str| metric_in(&metrics, name).unwrap_or(0.0);
     println!(
         "search inbox: {:.0} events left out, {:.0} read back",
         counter("lookout_search_left_out_events_total"),

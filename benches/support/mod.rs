@@ -212,16 +212,25 @@ pub fn stop(mut server: Process) {
     let _ = server.0.wait();
 }
 
+/// The server's `/metrics` text (empty when it cannot be read).
+pub fn metrics_text(base: &str) -> String {
+    reqwest::blocking::get(format!("{base}/metrics"))
+        .and_then(|reply| reply.text())
+        .unwrap_or_default()
+}
+
+/// The value of the line named `line` in a `/metrics` text: a metric's name, with a
+/// histogram's suffix and labels as the server writes them (`…_bucket{le="0.05"}`).
+pub fn metric_in(metrics: &str, line: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .filter_map(|text| text.split_once(' '))
+        .find_map(|(key, value)| (key == line).then(|| value.trim().parse().ok())?)
+}
+
 /// One value of `/metrics` (NaN when absent).
 pub fn metric(base: &str, name: &str) -> f64 {
-    let text = reqwest::blocking::get(format!("{base}/metrics"))
-        .and_then(|r| r.text())
-        .unwrap_or_default();
-    let value = text
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .find_map(|(key, value)| (key == name).then(|| value.trim().parse().ok())?);
-    value.unwrap_or(f64::NAN)
+    metric_in(&metrics_text(base), name).unwrap_or(f64::NAN)
 }
 
 /// Bytes of the file at `path`, or of the files under it, recursively: their apparent size
