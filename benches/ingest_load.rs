@@ -30,7 +30,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use support::{
-    api_key, cpu_seconds, disk_bytes, env_number, metric_in, metrics_text, sign_in_owner,
+    Numbers, api_key, cpu_seconds, disk_bytes, env_number, metric_in, metrics_text, sign_in_owner,
     start_server, status_kib, thread_cpu_seconds,
 };
 
@@ -39,18 +39,6 @@ const EVENTS_PER_BATCH: usize = 100;
 const GROUPS: usize = 50;
 /// Distinct request bodies built before the run; clients cycle through them.
 const BODIES: usize = 128;
-
-/// A small deterministic generator (xorshift), so runs send the same data.
-struct Numbers(u64);
-
-impl Numbers {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 const NAMES: [&str; 5] = [
     "TypeError",

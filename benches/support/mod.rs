@@ -33,6 +33,19 @@ impl Drop for Process {
     }
 }
 
+/// A small deterministic generator (xorshift), so that runs send the same data and wait the
+/// same times.
+pub struct Numbers(pub u64);
+
+impl Numbers {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
 /// A number from the environment, or `default`.
 pub fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
