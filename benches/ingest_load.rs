@@ -516,6 +516,16 @@ fn main() {
         "store commits in the measured window: {}",
         commits_between(&metrics_before, &metrics_after, window)
     );
+    let waits = |suffix: &str| {
+        let name = "lookout_search_inbox_wait_seconds";
+        histogram_value(&metrics_after, name, suffix)
+            - histogram_value(&metrics_before, name, suffix)
+    };
+    println!(
+        "requests that waited for the index's inbox in the measured window: {:.0}, {:.2} s in all",
+        waits("_count"),
+        waits("_sum")
+    );
     drop(server);
     if std::env::var("LOOKOUT_BENCH_KEEP").is_ok_and(|keep| keep == "1") {
         println!("data dir kept: {}", temp.keep().display());
