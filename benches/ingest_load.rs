@@ -274,12 +274,16 @@ fn histogram_value(metrics: &str, name: &str, suffix: &str) -> f64 {
     metric_in(metrics, &format!("{name}{suffix}")).unwrap_or(0.0)
 }
 
+/// How much a histogram's line (`_sum`, `_count`, a bucket) grew between two `/metrics` texts.
+fn histogram_growth(before: &str, after: &str, name: &str, suffix: &str) -> f64 {
+    histogram_value(after, name, suffix) - histogram_value(before, name, suffix)
+}
+
 /// The store's commits between two `/metrics` readings: how many, their mean time, and how
 /// many took longer than 10, 25 and 50 ms (the histogram's bucket bounds).
 fn commits_between(before: &str, after: &str, window: f64) -> String {
-    const NAME: &str = "lookout_store_commit_seconds";
     let delta =
-        |suffix: &str| histogram_value(after, NAME, suffix) - histogram_value(before, NAME, suffix);
+        |suffix: &str| histogram_growth(before, after, "lookout_store_commit_seconds", suffix);
     let count = delta("_count");
     let over = |bound: &str| count - delta(&format!("_bucket{{le=\"{bound}\"}}"));
     format!(
@@ -518,8 +522,7 @@ fn main() {
     );
     let waits = |suffix: &str| {
         let name = "lookout_search_inbox_wait_seconds";
-        histogram_value(&metrics_after, name, suffix)
-            - histogram_value(&metrics_before, name, suffix)
+        histogram_growth(&metrics_before, &metrics_after, name, suffix)
     };
     println!(
         "requests that waited for the index's inbox in the measured window: {:.0}, {:.2} s in all",
