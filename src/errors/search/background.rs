@@ -94,11 +94,20 @@ mod tests {
         let writer: tantivy::IndexWriter =
             opened_lowered(|| index.writer_with_num_threads(1, 15_000_000)).unwrap();
         // Tests running alongside may start writers of their own (lowered or not): among the
-        // merge threads started meanwhile are this writer's, lowered.
-        let started: Vec<(String, i32)> = merge_threads()
-            .into_iter()
-            .filter(|thread| !existing.iter().any(|(tid, _)| *tid == thread.0))
-            .collect();
+        // merge threads started meanwhile are this writer's, lowered. A new thread names itself
+        // once it runs, so its name may lag its start by a moment: look again until it shows.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let started = loop {
+            let started: Vec<(String, i32)> = merge_threads()
+                .into_iter()
+                .filter(|thread| !existing.iter().any(|(tid, _)| *tid == thread.0))
+                .collect();
+            if started.iter().any(|(_, nice)| *nice >= NICE) || std::time::Instant::now() > deadline
+            {
+                break started;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
         assert!(started.iter().any(|(_, nice)| *nice >= NICE), "{started:?}");
         assert_eq!(own_nice(), before);
         drop(writer);
