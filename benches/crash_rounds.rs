@@ -198,10 +198,9 @@ fn check(base: &str, key: &str, round: u64, acknowledged: &HashSet<String>) -> u
     }
 }
 
-fn percentile(values: &mut [Duration], fraction: f64) -> Duration {
-    values.sort();
-    let index = ((values.len() as f64 - 1.0) * fraction).round() as usize;
-    values.get(index).copied().unwrap_or_default()
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
 }
 
 fn main() {
@@ -273,6 +272,8 @@ fn report(outcomes: &[Round], data_dir: &Path) {
     let unacknowledged: usize = outcomes.iter().map(|round| round.unacknowledged).sum();
     let mut starts: Vec<Duration> = outcomes.iter().map(|round| round.start).collect();
     let mut catch_ups: Vec<Duration> = outcomes.iter().map(|round| round.catch_up).collect();
+    starts.sort();
+    catch_ups.sort();
     let (disk, _) = support::disk_bytes(data_dir);
     println!(
         "{} rounds: {acknowledged} events acknowledged, 0 lost, 0 stored twice; {unacknowledged} \
@@ -281,15 +282,15 @@ fn report(outcomes: &[Round], data_dir: &Path) {
     );
     println!(
         "start to /healthz after kill -9: p50 {} ms, p99 {} ms, max {} ms",
-        percentile(&mut starts, 0.5).as_millis(),
-        percentile(&mut starts, 0.99).as_millis(),
-        percentile(&mut starts, 1.0).as_millis()
+        percentile(&starts, 0.5).as_millis(),
+        percentile(&starts, 0.99).as_millis(),
+        percentile(&starts, 1.0).as_millis()
     );
     println!(
         "then the index's catch-up, in the background: p50 {} ms, p99 {} ms, max {} ms",
-        percentile(&mut catch_ups, 0.5).as_millis(),
-        percentile(&mut catch_ups, 0.99).as_millis(),
-        percentile(&mut catch_ups, 1.0).as_millis()
+        percentile(&catch_ups, 0.5).as_millis(),
+        percentile(&catch_ups, 0.99).as_millis(),
+        percentile(&catch_ups, 1.0).as_millis()
     );
     println!("data dir at the end: {:.1} MiB", disk as f64 / 1_048_576.0);
 }

@@ -5,9 +5,9 @@
 //! On a busy machine an acknowledgement waits on the request's parsing and on the store's
 //! writer; on the index only while its byte-bounded inbox is past half its bound (`inbox.rs`),
 //! and the index drains that inbox with the CPU they leave. At full speed the index is most of
-//! the work that can wait. A thread's nice value is inherited by the threads it starts, so lowering the index
-//! writer thread once, and opening each tantivy `IndexWriter` from a lowered thread, covers
-//! every thread tantivy starts, then or later.
+//! the work that can wait. A thread's nice value is inherited by the threads it starts, so
+//! lowering the index writer thread once, and opening each tantivy `IndexWriter` from a lowered
+//! thread, covers every thread tantivy starts, then or later.
 //!
 //! Invariant: only threads of the search index are lowered; a caller's thread never is (an
 //! `IndexWriter` opened from another thread is opened on a short-lived lowered one).
@@ -96,19 +96,19 @@ mod tests {
         // Tests running alongside may start writers of their own (lowered or not): among the
         // merge threads started meanwhile are this writer's, lowered. A new thread names itself
         // once it runs, so its name may lag its start by a moment: look again until it shows.
+        let lowered = |threads: &[(String, i32)]| threads.iter().any(|(_, nice)| *nice >= NICE);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let started = loop {
             let started: Vec<(String, i32)> = merge_threads()
                 .into_iter()
                 .filter(|thread| !existing.iter().any(|(tid, _)| *tid == thread.0))
                 .collect();
-            if started.iter().any(|(_, nice)| *nice >= NICE) || std::time::Instant::now() > deadline
-            {
+            if lowered(&started) || std::time::Instant::now() > deadline {
                 break started;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
-        assert!(started.iter().any(|(_, nice)| *nice >= NICE), "{started:?}");
+        assert!(lowered(&started), "{started:?}");
         assert_eq!(own_nice(), before);
         drop(writer);
     }
