@@ -418,8 +418,9 @@ fn main() {
         .unwrap_or(0.0);
     let peak_rss = status_kib(&pid, "VmHWM:") as f64 / 1024.0;
     let (apparent, allocated) = disk_bytes(&data_dir);
-    let (database, index) = (
+    let (database, segments, index) = (
         disk_bytes(&data_dir.join("lookout.redb")),
+        disk_bytes(&data_dir.join("lookout.events")),
         disk_bytes(&data_dir.join("search")),
     );
 
@@ -497,12 +498,13 @@ fn main() {
     let mib = |bytes: u64| bytes as f64 / 1_048_576.0;
     println!(
         "stored {stored} events; data dir grew {:.0} bytes per event allocated on disk \
-         ({:.0} apparent): redb file {:.1} MiB allocated ({:.1} MiB apparent), search index \
-         {:.1} MiB",
+         ({:.0} apparent): redb file {:.1} MiB allocated ({:.1} MiB apparent), event segments \
+         {:.1} MiB, search index {:.1} MiB",
         per_event(allocated, bytes_before.1),
         per_event(apparent, bytes_before.0),
         mib(database.1),
         mib(database.0),
+        mib(segments.1),
         mib(index.1),
     );
     println!(

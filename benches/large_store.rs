@@ -359,6 +359,7 @@ fn at_rest(root: &Path) {
         disk_bytes(&data_dir).1 as f64 / 1e9,
         took.as_millis()
     );
+    println!("{}", breakdown(&data_dir));
     wait_for_catch_up(&base);
     let rate = env_number("LOOKOUT_BENCH_RATE", 15_500) as f64;
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
@@ -381,6 +382,17 @@ fn at_rest(root: &Path) {
     );
     stop(server);
     keep_next_event(root, first + latencies.len() * PER_PACED_REQUEST);
+}
+
+/// How the data dir's bytes divide: the redb file, the event segments, the search index.
+fn breakdown(data_dir: &Path) -> String {
+    let gb = |name: &str| disk_bytes(&data_dir.join(name)).1 as f64 / 1e9;
+    format!(
+        "allocated: redb file {:.2} GB, event segments {:.2} GB, search index {:.2} GB",
+        gb("lookout.redb"),
+        gb("lookout.events"),
+        gb("search")
+    )
 }
 
 fn main() {
@@ -418,6 +430,7 @@ fn main() {
         apparent as f64 / 1e9,
         allocated / events as u64
     );
+    println!("{}", breakdown(&data_dir));
     searches(&base, &key);
     stop(server);
 

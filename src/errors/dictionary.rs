@@ -208,15 +208,19 @@ mod tests {
             .collect()
     }
 
-    /// The stored record bytes of `org`'s events, oldest first.
+    /// The stored record bytes of `org`'s events, oldest first, each with its record in it
+    /// (read from its segment: the row itself holds where the record is).
     fn records(store: &Store, org: &OrgId) -> Vec<Vec<u8>> {
         let prefix = tables::owner_prefix(org.as_str());
         store
             .read_blocking(|txn| {
-                txn.open(EVENTS.definition())?
-                    .scan_with(crate::store::Scan::prefix(&prefix), |_, value| {
-                        Ok(value.to_vec())
-                    })
+                txn.open(EVENTS.definition())?.scan_with(
+                    crate::store::Scan::prefix(&prefix),
+                    |_, value| {
+                        assert!(crate::store::codec::segment_pointer(value).is_some());
+                        Ok(crate::store::codec::inline(value)?.into_owned())
+                    },
+                )
             })
             .unwrap()
     }

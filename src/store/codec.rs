@@ -7,11 +7,14 @@
 //! error event is encoded on a request's thread, its group id is known only inside the write;
 //! `Record::attach_tag` puts the tag back on decoding); version 4 is the id of a dictionary
 //! (8 bytes, little-endian) followed by JSON compressed with it (`dictionaries.rs`: records of
-//! an owner with a trained dictionary, whatever their length). All decode, so records written
+//! an owner with a trained dictionary, whatever their length); version 5 is a tag followed by
+//! where a version 1, 2 or 4 record is in an event segment (`segments.rs`: tagged records
+//! written by the store's writer, read on threads that entered the store). All decode, so records written
 //! before compression existed read as they are. Records evolve by adding `#[serde(default)]` fields;
 //! a change that cannot be expressed that way gets a migration, never a silent
 //! reinterpretation of old bytes.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use serde::Serialize;
@@ -19,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::dictionaries::{self, Dictionary};
+use super::segments::{self, Pointer};
 
 /// Version byte of records stored as plain JSON.
 pub const CODEC_VERSION: u8 = 1;
@@ -28,6 +32,9 @@ pub const CODEC_VERSION_ZSTD: u8 = 2;
 pub const CODEC_VERSION_TAGGED: u8 = 3;
 /// Version byte of records compressed with a stored dictionary.
 pub const CODEC_VERSION_DICTIONARY: u8 = 4;
+/// Version byte of a tag followed by where, in an event segment, a record of version 1, 2 or 4
+/// is (`segments.rs`): written by the store's writer for tagged records.
+pub const CODEC_VERSION_SEGMENT: u8 = 5;
 /// JSON longer than this is compressed (without a dictionary). An error event (a stack, a URL, tags) is about 2 KB
 /// of JSON and about a third of that compressed: more records to a page and fewer bytes to
 /// write and sync; short records would gain little and pay the frame's header.
@@ -102,17 +109,29 @@ impl<R: Record> Encoded<R> {
         Ok(bytes)
     }
 
-    /// The stored bytes (version 3, the tag's length and the tag, then the record), written over
-    /// `bytes`: a buffer the writer keeps from one row to the next.
+    /// The stored bytes, written over `bytes` (a buffer the writer keeps from one row to the
+    /// next): on the store's writer, version 5, the tag's length and the tag, then where the
+    /// record was appended in the current event segment; elsewhere version 3 and the record
+    /// itself after the tag.
     pub fn tagged_into(&self, tag: &str, bytes: &mut Vec<u8>) -> Result<(), StoreError> {
         let length = u8::try_from(tag.len()).map_err(|_| StoreError::Corrupt {
             what: R::KIND,
             detail: format!("a tag of {} bytes", tag.len()),
         })?;
         bytes.clear();
-        bytes.extend_from_slice(&[CODEC_VERSION_TAGGED, length]);
-        bytes.extend_from_slice(tag.as_bytes());
-        bytes.extend_from_slice(&self.bytes);
+        match segments::append_here(&self.bytes) {
+            Some(pointer) => {
+                let pointer = pointer?;
+                bytes.extend_from_slice(&[CODEC_VERSION_SEGMENT, length]);
+                bytes.extend_from_slice(tag.as_bytes());
+                bytes.extend_from_slice(&pointer.to_bytes());
+            }
+            None => {
+                bytes.extend_from_slice(&[CODEC_VERSION_TAGGED, length]);
+                bytes.extend_from_slice(tag.as_bytes());
+                bytes.extend_from_slice(&self.bytes);
+            }
+        }
         Ok(())
     }
 }
@@ -236,16 +255,22 @@ pub fn decode<R: Decode>(bytes: &[u8]) -> Result<R, StoreError> {
             })?;
             json(&decompress(frame, Some(dictionary)).map_err(corrupt)?)
         }
-        Some((&CODEC_VERSION_TAGGED, body)) => {
-            let (&length, rest) = body
-                .split_first()
-                .ok_or_else(|| corrupt("a tagged record without its tag".to_string()))?;
-            let (tag, inner) = rest
-                .split_at_checked(usize::from(length))
-                .ok_or_else(|| corrupt("a tagged record cut short".to_string()))?;
-            let tag = std::str::from_utf8(tag)
-                .map_err(|_| corrupt("a tag that is not UTF-8".to_string()))?;
-            if inner.first() == Some(&CODEC_VERSION_TAGGED) {
+        Some((&version @ (CODEC_VERSION_TAGGED | CODEC_VERSION_SEGMENT), body)) => {
+            let (tag, rest) = split_tag(body).map_err(corrupt)?;
+            let read;
+            let inner = match version {
+                CODEC_VERSION_SEGMENT => {
+                    let pointer = Pointer::from_bytes(rest)
+                        .ok_or_else(|| corrupt("a segment record's place cut short".into()))?;
+                    read = segments::read_here(pointer)?;
+                    &read[..]
+                }
+                _ => rest,
+            };
+            if matches!(
+                inner.first(),
+                Some(&(CODEC_VERSION_TAGGED | CODEC_VERSION_SEGMENT))
+            ) {
                 return Err(corrupt("a tagged record inside another".to_string()));
             }
             let mut record: R = decode(inner)?;
@@ -257,6 +282,55 @@ pub fn decode<R: Decode>(bytes: &[u8]) -> Result<R, StoreError> {
         Some((version, _)) => Err(corrupt(format!("unknown codec version {version}"))),
         None => Err(corrupt("empty record".to_string())),
     }
+}
+
+/// A tagged row's tag and what follows it.
+fn split_tag(body: &[u8]) -> Result<(&str, &[u8]), String> {
+    let (&length, rest) = body
+        .split_first()
+        .ok_or_else(|| "a tagged record without its tag".to_string())?;
+    let (tag, rest) = rest
+        .split_at_checked(usize::from(length))
+        .ok_or_else(|| "a tagged record cut short".to_string())?;
+    let tag = std::str::from_utf8(tag).map_err(|_| "a tag that is not UTF-8".to_string())?;
+    Ok((tag, rest))
+}
+
+/// Where the record of a stored row is, when it is in an event segment (version 5).
+pub fn segment_pointer(row: &[u8]) -> Option<Pointer> {
+    match row.split_first() {
+        Some((&CODEC_VERSION_SEGMENT, body)) => Pointer::from_bytes(split_tag(body).ok()?.1),
+        _ => None,
+    }
+}
+
+/// A stored row that is about to be removed or written over: its record's place in a
+/// segment, if it has one, is given back once that commits (`segments.rs`).
+pub fn releasing(row: &[u8]) {
+    if let Some(pointer) = segment_pointer(row) {
+        segments::release_here(pointer);
+    }
+}
+
+/// `row` with its record in it: a version 5 row read back into version 3 (a backup holds
+/// every record whole); any other row as it is.
+pub fn inline(row: &[u8]) -> Result<Cow<'_, [u8]>, StoreError> {
+    let Some((&CODEC_VERSION_SEGMENT, body)) = row.split_first() else {
+        return Ok(Cow::Borrowed(row));
+    };
+    let corrupt = |detail: String| StoreError::Corrupt {
+        what: "event record segment",
+        detail,
+    };
+    let (tag, rest) = split_tag(body).map_err(corrupt)?;
+    let pointer = Pointer::from_bytes(rest)
+        .ok_or_else(|| corrupt("a segment record's place cut short".into()))?;
+    let record = segments::read_here(pointer)?;
+    let mut whole = Vec::with_capacity(2 + tag.len() + record.len());
+    whole.extend_from_slice(&[CODEC_VERSION_TAGGED, tag.len() as u8]);
+    whole.extend_from_slice(tag.as_bytes());
+    whole.extend_from_slice(&record);
+    Ok(Cow::Owned(whole))
 }
 
 fn decompress(frame: &[u8], dictionary: Option<&'static Dictionary>) -> Result<Vec<u8>, String> {

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 19;
+pub const CURRENT_VERSION: u32 = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -128,6 +128,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 19,
         description: "error group events, many to a row",
         apply: create_group_event_runs_table,
+    },
+    Migration {
+        version: 20,
+        description: "error event records in segment files",
+        apply: create_segment_state_table,
     },
 ];
 
@@ -429,6 +434,11 @@ fn create_record_dictionaries_table(txn: &WriteTransaction) -> Result<(), StoreE
 
 fn create_group_event_runs_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(IndexTable::new(tables::GROUP_EVENT_RUNS).definition())?;
+    Ok(())
+}
+
+fn create_segment_state_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::SEGMENT_STATE))?;
     Ok(())
 }
 

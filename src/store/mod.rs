@@ -19,6 +19,7 @@ mod forward;
 pub mod ids;
 pub mod migrations;
 pub mod secret_table;
+pub mod segments;
 pub mod snapshot;
 pub mod table;
 pub mod tables;
@@ -130,6 +131,8 @@ pub enum OpenError {
     Writer(std::io::Error),
     #[error("cannot load the record dictionaries: {0}")]
     Dictionaries(StoreError),
+    #[error("cannot open the event segments: {0}")]
+    Segments(StoreError),
 }
 
 /// Whether writes are currently accepted.
@@ -158,6 +161,8 @@ struct Shared {
     jobs: RwLock<Option<std::sync::mpsc::Sender<writer::Message>>>,
     /// Joined by `close()`, so that closing returns after the last commit.
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The error event records' segment files (`segments.rs`).
+    segments: Arc<segments::Segments>,
 }
 
 impl Shared {
@@ -196,12 +201,14 @@ impl Store {
         let read = database.begin_read().map_err(StoreError::from);
         read.and_then(|txn| dictionaries::load_all(&txn))
             .map_err(OpenError::Dictionaries)?;
+        let segments = segments::Segments::open(path, &database).map_err(OpenError::Segments)?;
         let shared = Arc::new(Shared {
             path: path.to_path_buf(),
             database: RwLock::new(Some(Arc::new(database))),
             degraded: AtomicBool::new(false),
             jobs: RwLock::new(None),
             writer_thread: Mutex::new(None),
+            segments,
         });
         let (sender, thread) = writer::spawn(shared.clone(), options).map_err(OpenError::Writer)?;
         *shared.jobs.write().unwrap_or_else(|p| p.into_inner()) = Some(sender);
@@ -255,7 +262,7 @@ impl Store {
                 return Err(err.into());
             }
         };
-        f(&txn)
+        segments::scoped(&self.shared.segments, || f(&txn))
     }
 
     /// Runs `f` inside the next group commit and returns once its writes are durable.
@@ -305,6 +312,8 @@ impl Store {
         work_dir: &Path,
         progress: snapshot::ProgressFn<'_>,
     ) -> Result<snapshot::Snapshot, snapshot::SnapshotError> {
+        // Removed records keep their bytes until the copy is done (it may read them).
+        let _reclaiming_held = self.shared.segments.snapshot_guard();
         self.read_blocking(|txn| snapshot::take(txn, work_dir, progress))
     }
 

@@ -201,12 +201,20 @@ impl<R: Record> RecordTable<R> {
 
     pub fn insert(&self, txn: &WriteTransaction, key: &str, record: &R) -> Result<(), StoreError> {
         let bytes = codec::encode(record)?;
-        txn.open_table(self.def)?.insert(key, bytes.as_slice())?;
+        let mut table = txn.open_table(self.def)?;
+        if let Some(old) = table.insert(key, bytes.as_slice())? {
+            codec::releasing(old.value());
+        }
         Ok(())
     }
 
     pub fn remove(&self, txn: &WriteTransaction, key: &str) -> Result<bool, StoreError> {
-        Ok(txn.open_table(self.def)?.remove(key)?.is_some())
+        let mut table = txn.open_table(self.def)?;
+        let removed = table.remove(key)?;
+        if let Some(old) = &removed {
+            codec::releasing(old.value());
+        }
+        Ok(removed.is_some())
     }
 
     /// The table held open for a batch of inserts (`RecordWriter`).
@@ -255,7 +263,9 @@ pub struct RecordWriter<'t, R> {
 impl<R: Record> RecordWriter<'_, R> {
     pub fn insert(&mut self, key: &str, record: &R) -> Result<(), StoreError> {
         let bytes = codec::encode(record)?;
-        self.table.insert(key, bytes.as_slice())?;
+        if let Some(old) = self.table.insert(key, bytes.as_slice())? {
+            codec::releasing(old.value());
+        }
         Ok(())
     }
 
@@ -267,7 +277,9 @@ impl<R: Record> RecordWriter<'_, R> {
         tag: &str,
     ) -> Result<(), StoreError> {
         encoded.tagged_into(tag, &mut self.row)?;
-        self.table.insert(key, self.row.as_slice())?;
+        if let Some(old) = self.table.insert(key, self.row.as_slice())? {
+            codec::releasing(old.value());
+        }
         Ok(())
     }
 }

@@ -115,6 +115,7 @@ pub const ALL: &[TableSpec] = &[
     bytes(SOURCEMAP_BLOBS),
     text(TELEMETRY_AGES),
     bytes(RECORD_DICTIONARIES),
+    bytes(SEGMENT_STATE),
     bytes(CHANNELS),
     text(ORG_CHANNELS),
     bytes(DELIVERIES),
@@ -198,6 +199,9 @@ pub const TELEMETRY_AGES: &str = "agems_kind_key";
 /// `{org_id}/{dictionary id, 16 hex digits}` -> a zstd dictionary trained on the org's error
 /// events, with when (raw bytes, no codec: `store/dictionaries.rs`; schema 18).
 pub const RECORD_DICTIONARIES: &str = "orgid_dictid_dictionary";
+/// Event segment number (8 digits) -> its live records and committed length (raw bytes, no
+/// codec: `store/segments.rs`; schema 20). Not in backups: a backup holds its records whole.
+pub const SEGMENT_STATE: &str = "segment_state";
 
 // Notification channels and the delivery queue (schema 6).
 

@@ -69,16 +69,23 @@ struct Writer {
 
 impl Writer {
     fn run(mut self) {
+        let segments = self.shared.segments.clone();
+        super::segments::enter_writer(segments.clone());
         loop {
             let wait = if self.degraded() {
                 PROBE_INTERVAL
             } else {
                 Duration::from_secs(3600)
             };
+            // Removed records' space is given back once their grace is over, writes or not.
+            let wait = segments
+                .next_reclaim()
+                .map_or(wait, |due| wait.min(due + Duration::from_millis(10)));
             let first = match self.receiver.recv_timeout(wait) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     self.try_recover();
+                    segments.reclaim(false);
                     continue;
                 }
                 // Every handle is gone and every queued job was taken: commit nothing more.
@@ -100,8 +107,10 @@ impl Writer {
                 fail_all(batch, &error);
             } else {
                 self.commit(batch);
+                segments.reclaim(false);
             }
         }
+        segments.reclaim(true);
         self.close_database();
     }
 
@@ -136,6 +145,8 @@ impl Writer {
                     return;
                 }
             };
+            let segments = self.shared.segments.clone();
+            segments.begin();
             let mut values = Vec::with_capacity(jobs.len());
             let mut rejected = Vec::new();
             for (index, job) in jobs.iter_mut().enumerate() {
@@ -153,12 +164,17 @@ impl Writer {
             }
             if rejected.is_empty() {
                 let batch_size = jobs.len();
-                if let Err(error) = txn.commit() {
-                    let error = StoreError::from(error);
+                // The records' frames are on disk before the commit that names them.
+                let committed = segments
+                    .prepare(&txn)
+                    .and_then(|()| txn.commit().map_err(StoreError::from));
+                if let Err(error) = committed {
+                    segments.abort();
                     self.note_failure(&error);
                     fail_all(jobs, &error);
                     return;
                 }
+                segments.committed();
                 record_commit(started, batch_size);
                 for (job, value) in jobs.into_iter().zip(values) {
                     // The closure goes before the answer: what it captured is released here, so
@@ -171,6 +187,7 @@ impl Writer {
             }
             // Nothing of an aborted batch is kept; answer the failed writes and go again.
             let _ = txn.abort();
+            segments.abort();
             for (index, failure) in rejected.into_iter().rev() {
                 let job = jobs.remove(index);
                 let _ = job.done.send(Err(failure));
@@ -268,6 +285,7 @@ impl Writer {
     }
 
     fn probe(&self) -> Result<(), StoreError> {
+        self.shared.segments.probe()?;
         let txn = self.begin()?;
         {
             let mut meta = txn.open_table(tables::META)?;

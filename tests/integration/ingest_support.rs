@@ -159,3 +159,28 @@ pub(crate) fn metric(server: &TestServer, name: &str) -> Option<f64> {
                 .ok()
         })
 }
+
+/// A server on a store restored (`lookout restore`) into `temp` from a backup of `server`'s
+/// data dir (`lookout backup`: from the running server, or from the files when it is stopped).
+pub(crate) fn restored_copy(server: &TestServer, temp: &std::path::Path) -> TestServer {
+    let file = temp.join("copy.lookout-backup");
+    let output = server.cli(&["backup", "--out", file.to_str().unwrap()], "");
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::harness::text(&output.stderr)
+    );
+    let restored = temp.join("restored");
+    let output = crate::harness::run_cli(
+        &restored,
+        &[],
+        &["restore", file.to_str().unwrap(), "--json"],
+        "",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::harness::text(&output.stderr)
+    );
+    TestServer::builder().data_dir(&restored).start()
+}

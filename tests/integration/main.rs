@@ -44,6 +44,7 @@ mod errors_groups;
 mod errors_regroup;
 mod errors_reindex;
 mod errors_search;
+mod event_segments;
 mod fixtures;
 mod harness;
 mod http_basics;

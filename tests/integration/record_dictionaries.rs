@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::harness::{TestServer, text, wait_for};
-use crate::ingest_support::{accepted, all_errors, ingest_server, metric, owner_key, post};
+use crate::harness::{TestServer, wait_for};
+use crate::ingest_support::{
+    accepted, all_errors, ingest_server, metric, owner_key, post, restored_copy,
+};
 
 const PER_REQUEST: usize = 500;
 /// More than the server's `TRAIN_AFTER_EVENTS` (1,000).
@@ -98,17 +100,6 @@ fn events_after_the_dictionary_is_trained_read_back_after_a_restart_and_a_restor
 
     // A backup holds the dictionary: the restored store reads the same events.
     let temp = tempfile::tempdir().unwrap();
-    let file = temp.path().join("dictionaries.lookout-backup");
-    let output = server.cli(&["backup", "--out", file.to_str().unwrap()], "");
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let restored = temp.path().join("restored");
-    let output = crate::harness::run_cli(
-        &restored,
-        &[],
-        &["restore", file.to_str().unwrap(), "--json"],
-        "",
-    );
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let copy = TestServer::builder().data_dir(&restored).start();
+    let copy = restored_copy(&server, temp.path());
     assert_eq!(stored(&copy, &key, "afterdict"), (total, AFTER));
 }

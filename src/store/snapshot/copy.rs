@@ -11,10 +11,11 @@ use std::path::Path;
 
 use redb::{
     Database, Durability, MultimapTableHandle, ReadTransaction, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata, TableDefinition, TableHandle, Value,
+    ReadableTableMetadata, Table, TableDefinition, TableHandle, Value,
 };
 
 use super::{Phase, Progress, ProgressFn, SnapshotError};
+use crate::store::codec;
 use crate::store::tables::{self, TableSpec, ValueKind};
 
 /// Rows copied per intermediate (non-durable) commit: bounds the copy's dirty pages in memory.
@@ -31,7 +32,11 @@ pub fn present_tables(txn: &ReadTransaction) -> Result<Vec<TableSpec>, SnapshotE
     for table in txn.list_tables().map_err(store_error)? {
         let spec = tables::spec(table.name())
             .ok_or_else(|| SnapshotError::UnknownTable(table.name().to_string()))?;
-        present.push(spec);
+        // The segments' state describes files a backup does not hold: its records are copied
+        // whole (`copy_into`), and a restored store starts without segments.
+        if spec.name != tables::SEGMENT_STATE {
+            present.push(spec);
+        }
     }
     if let Some(table) = txn.list_multimap_tables().map_err(store_error)?.next() {
         return Err(SnapshotError::UnknownTable(table.name().to_string()));
@@ -67,22 +72,42 @@ pub fn copy_into(
     let database = Database::create(destination).map_err(store_error)?;
     let mut copied = 0u64;
     for spec in present_tables(source)? {
+        let mut rows = Rows {
+            copied: &mut copied,
+            total,
+            progress,
+        };
         match spec.value {
+            ValueKind::Bytes if spec.name == tables::EVENTS => copy_table(
+                source,
+                &database,
+                bytes_table(spec.name),
+                &mut rows,
+                |target, key, value| {
+                    let whole = codec::inline(value).map_err(SnapshotError::Store)?;
+                    target.insert(key, whole.as_ref()).map_err(store_error)?;
+                    Ok(())
+                },
+            )?,
             ValueKind::Bytes => copy_table(
                 source,
                 &database,
                 bytes_table(spec.name),
-                &mut copied,
-                total,
-                progress,
+                &mut rows,
+                |target, key, value| {
+                    target.insert(key, value).map_err(store_error)?;
+                    Ok(())
+                },
             )?,
             ValueKind::Text => copy_table(
                 source,
                 &database,
                 text_table(spec.name),
-                &mut copied,
-                total,
-                progress,
+                &mut rows,
+                |target, key, value| {
+                    target.insert(key, value).map_err(store_error)?;
+                    Ok(())
+                },
             )?,
         }
     }
@@ -110,15 +135,28 @@ pub fn count_file(path: &Path) -> Result<Counts, SnapshotError> {
     count_rows(&txn)
 }
 
-/// Copies one table, committing every `ROWS_PER_COMMIT` rows without fsync.
+/// The copy's progress over every table.
+struct Rows<'a, 'p> {
+    copied: &'a mut u64,
+    total: u64,
+    progress: ProgressFn<'p>,
+}
+
+/// Copies one table, each row with `insert`, committing every `ROWS_PER_COMMIT` rows without
+/// fsync.
 fn copy_table<V: Value + 'static>(
     source: &ReadTransaction,
     destination: &Database,
     definition: TableDefinition<'static, &'static str, V>,
-    copied: &mut u64,
-    total: u64,
-    progress: ProgressFn<'_>,
+    rows_done: &mut Rows<'_, '_>,
+    mut insert: impl for<'v> FnMut(
+        &mut Table<'_, &'static str, V>,
+        &str,
+        V::SelfType<'v>,
+    ) -> Result<(), SnapshotError>,
 ) -> Result<(), SnapshotError> {
+    let (copied, total) = (&mut *rows_done.copied, rows_done.total);
+    let progress = &mut *rows_done.progress;
     let table = source.open_table(definition).map_err(store_error)?;
     let mut rows = table.iter().map_err(store_error)?;
     loop {
@@ -132,9 +170,7 @@ fn copy_table<V: Value + 'static>(
             let mut target = txn.open_table(definition).map_err(store_error)?;
             for row in rows.by_ref() {
                 let (key, value) = row.map_err(store_error)?;
-                target
-                    .insert(key.value(), value.value())
-                    .map_err(store_error)?;
+                insert(&mut target, key.value(), value.value())?;
                 *copied += 1;
                 in_this_commit += 1;
                 if copied.is_multiple_of(ROWS_PER_REPORT) {

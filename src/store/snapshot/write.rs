@@ -37,6 +37,12 @@ impl Snapshot {
     pub fn records(&self) -> u64 {
         self.counts.values().sum()
     }
+
+    /// The copy's file and its rows per table.
+    #[cfg(test)]
+    pub fn copy(&self) -> (&Path, &Counts) {
+        (&self.path, &self.counts)
+    }
 }
 
 /// Copies every table seen by `txn` into `work_dir` and checks the copy.
@@ -76,6 +82,16 @@ pub fn take_from_file(
     if !database.is_file() {
         return Err(SnapshotError::NoDatabase(database.to_path_buf()));
     }
+    // The event records in segment files are read through them, and copied whole.
+    let segments = crate::store::segments::Segments::reader(database);
+    crate::store::segments::scoped(&segments, || open_and_take(database, work_dir, progress))
+}
+
+fn open_and_take(
+    database: &Path,
+    work_dir: &Path,
+    progress: ProgressFn<'_>,
+) -> Result<Snapshot, SnapshotError> {
     match redb::ReadOnlyDatabase::open(database) {
         Ok(opened) => take(
             &opened.begin_read().map_err(store_error)?,
