@@ -77,15 +77,10 @@ impl Writer {
             } else {
                 Duration::from_secs(3600)
             };
-            // Removed records' space is given back once their grace is over, writes or not.
-            let wait = segments
-                .next_reclaim()
-                .map_or(wait, |due| wait.min(due + Duration::from_millis(10)));
             let first = match self.receiver.recv_timeout(wait) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     self.try_recover();
-                    segments.reclaim(false);
                     continue;
                 }
                 // Every handle is gone and every queued job was taken: commit nothing more.
@@ -107,9 +102,9 @@ impl Writer {
                 fail_all(batch, &error);
             } else {
                 self.commit(batch);
-                segments.reclaim(false);
             }
         }
+        // What retention removed is given back now rather than at the next start.
         segments.reclaim(true);
         self.close_database();
     }

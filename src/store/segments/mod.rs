@@ -16,8 +16,9 @@
 //!   a row is not named by any record and is deleted when the store opens; the current segment
 //!   is cut back to its committed length then.
 //! - Space is given back only after `GRACE` and never while a backup runs: a reader that began
-//!   before a record's removal may still read it. A removed frame's bytes are punched out of its
-//!   file (`fallocate`); a segment whose count reaches zero is deleted whole.
+//!   before a record's removal may still read it. The whole blocks of removed frames are
+//!   punched out of their file (`fallocate`) and a segment whose count reaches zero is deleted
+//!   whole, on a thread of their own (`write.rs`): the writer never waits for it.
 //! - Records are read and written only on threads that entered the store (`scoped`, the
 //!   writer's `enter_writer`): the row does not name its store, the thread does.
 
@@ -26,7 +27,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -135,6 +136,8 @@ pub struct Segments {
     state: Mutex<Option<WriteState>>,
     /// Backups under way: no space is given back meanwhile.
     snapshots: AtomicUsize,
+    /// Whether punching holes failed once (the file system cannot); logged once.
+    punch_failed: AtomicBool,
 }
 
 impl Segments {
@@ -151,6 +154,7 @@ impl Segments {
             written: AtomicU64::new(0),
             state: Mutex::new(None),
             snapshots: AtomicUsize::new(0),
+            punch_failed: AtomicBool::new(false),
         }
     }
 

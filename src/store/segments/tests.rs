@@ -344,3 +344,61 @@ fn pointers_round_trip() {
     let state = SegmentState { live: 5, end: 99 };
     assert_eq!(SegmentState::from_bytes(&state.to_bytes()), Some(state));
 }
+
+/// Space is given back in a segment that is no longer the one appended to (opened again for
+/// the punching: readers hold it read-only).
+#[test]
+fn removed_records_give_space_back_in_an_older_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    write(&store, 0..2000, "grp_a");
+    store.close_blocking();
+    // The segment counts as full: the next start appends to a new one.
+    let database = redb::Database::open(dir.path().join("db.redb")).unwrap();
+    let txn = database.begin_write().unwrap();
+    {
+        let mut table = txn.open_table(write::definition()).unwrap();
+        let full = SegmentState {
+            live: 2000,
+            end: SEGMENT_BYTES,
+        };
+        table
+            .insert(state_key(1).as_str(), full.to_bytes().as_slice())
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    drop(database);
+    let store = open(dir.path());
+    write(&store, 5000..5001, "grp_b");
+    assert_eq!(segment_files(dir.path()).len(), 2);
+    let old = segment_files(dir.path()).remove(0);
+    let full = fs::metadata(&old).unwrap().blocks();
+    remove(&store, 0..1500);
+    store.close_blocking();
+    let punched = fs::metadata(&old).unwrap().blocks();
+    assert!(punched * 2 < full, "{punched} blocks of {full}");
+    let store = open(dir.path());
+    assert_eq!(read_all(&store).len(), 501);
+    store.close_blocking();
+}
+
+/// Only whole blocks are punched: a lone record's bytes inside a block stay until its
+/// segment empties, neighbours removed together free the blocks they cover.
+#[test]
+fn holes_cover_whole_blocks_only() {
+    let pointer = |offset, len| Pointer {
+        segment: 3,
+        offset,
+        len,
+    };
+    // Two neighbours (8 + 992 and 8 + 5_000 bytes from 100) and a lone one far away.
+    let released = vec![
+        pointer(1_100, 5_000),
+        pointer(100, 992),
+        pointer(50_000, 100),
+    ];
+    assert_eq!(write::ranges(released, &[]), Vec::<(u32, u64, u64)>::new());
+    let released = vec![pointer(100, 992), pointer(1_100, 12_000)];
+    assert_eq!(write::ranges(released, &[]), [(3, 4_096, 12_288)]);
+    assert!(write::ranges(vec![pointer(0, 20_000)], &[3]).is_empty());
+}

@@ -17,7 +17,7 @@ use super::*;
 /// What the probe writes: about a commit's records at half the maximum rate.
 const PROBE_BYTES: usize = 256 * 1024;
 
-fn definition() -> TableDefinition<'static, &'static str, &'static [u8]> {
+pub(super) fn definition() -> TableDefinition<'static, &'static str, &'static [u8]> {
     TableDefinition::new(tables::SEGMENT_STATE)
 }
 
@@ -39,8 +39,6 @@ pub(super) struct WriteState {
     prepared: Option<Prepared>,
     /// Committed removals waiting for `GRACE`: when, what, and which segments died whole.
     reclaim: VecDeque<(Instant, Vec<Pointer>, Vec<u32>)>,
-    /// Whether punching holes failed once (the file system cannot); logged once.
-    punch_failed: bool,
 }
 
 struct Current {
@@ -178,9 +176,11 @@ impl Segments {
             released: Vec::new(),
             prepared: None,
             reclaim: VecDeque::new(),
-            punch_failed: false,
         });
-        Ok(Arc::new(segments))
+        let segments = Arc::new(segments);
+        spawn_reclaimer(Arc::downgrade(&segments))
+            .map_err(|err| StoreError::Storage(format!("cannot start the reclaimer: {err}")))?;
+        Ok(segments)
     }
 
     /// Starts a transaction's appends and removals (the store's writer, before its jobs).
@@ -390,34 +390,31 @@ impl Segments {
         written.map_err(|err| io("write", &path, err))
     }
 
-    /// How long until removed records' space may be given back, when some wait.
-    pub fn next_reclaim(&self) -> Option<Duration> {
-        let state = lock(&self.state);
-        let (at, _, _) = state.as_ref()?.reclaim.front()?;
-        Some((*at + GRACE).saturating_duration_since(Instant::now()))
-    }
-
     /// Gives back the space of records removed at least `GRACE` ago (all of them when
     /// `everything`, as the store closes), unless a backup is under way.
     pub fn reclaim(&self, everything: bool) {
         if self.snapshots.load(Ordering::Acquire) > 0 {
             return;
         }
-        let mut guard = lock(&self.state);
-        let Some(state) = guard.as_mut() else {
-            return;
-        };
-        let now = Instant::now();
-        let mut released = Vec::new();
-        let mut emptied = Vec::new();
-        while let Some((at, _, _)) = state.reclaim.front() {
-            if !everything && *at + GRACE > now {
-                break;
+        // What is due is taken under the lock; the file system work is done without it, so
+        // the writer's appends never wait for it.
+        let (released, emptied) = {
+            let mut guard = lock(&self.state);
+            let Some(state) = guard.as_mut() else {
+                return;
+            };
+            let now = Instant::now();
+            let (mut released, mut emptied) = (Vec::new(), Vec::new());
+            while let Some((at, _, _)) = state.reclaim.front() {
+                if !everything && *at + GRACE > now {
+                    break;
+                }
+                let (_, pointers, dead) = state.reclaim.pop_front().expect("a front entry");
+                released.extend(pointers);
+                emptied.extend(dead);
             }
-            let (_, pointers, dead) = state.reclaim.pop_front().expect("a front entry");
-            released.extend(pointers);
-            emptied.extend(dead);
-        }
+            (released, emptied)
+        };
         for number in &emptied {
             write_lock(&self.files).remove(number);
             let path = self.dir.join(file_name(*number));
@@ -428,32 +425,16 @@ impl Segments {
                     "cannot delete an emptied event segment; it is deleted at the next start"),
             }
         }
-        released.retain(|pointer| !emptied.contains(&pointer.segment));
-        released.sort_by_key(|pointer| (pointer.segment, pointer.offset));
-        let mut ranges: Vec<(u32, u64, u64)> = Vec::new();
-        for pointer in released {
-            match ranges.last_mut() {
-                Some((segment, _, end))
-                    if *segment == pointer.segment && *end == pointer.offset =>
-                {
-                    *end = pointer.end();
-                }
-                _ => ranges.push((pointer.segment, pointer.offset, pointer.end())),
-            }
-        }
-        for (segment, start, end) in ranges {
-            let file = match state.current.as_ref().filter(|c| c.number == segment) {
-                Some(current) => current.file.try_clone().map(Arc::new),
-                None => self
-                    .file(segment)
-                    .map_err(|err| std::io::Error::other(err.to_string())),
-            };
-            let punched = file.and_then(|file| punch(&file, start, end - start));
+        for (segment, start, end) in ranges(released, &emptied) {
+            let path = self.dir.join(file_name(segment));
+            let punched = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|file| punch(&file, start, end - start));
             match punched {
                 Ok(()) => metrics::counter!("lookout_event_segment_bytes_reclaimed_total")
                     .increment(end - start),
-                Err(err) if !state.punch_failed => {
-                    state.punch_failed = true;
+                Err(err) if !self.punch_failed.swap(true, Ordering::AcqRel) => {
                     tracing::warn!(error = %err,
                         "cannot give back removed event records' space in their segment; it is given back when the segment empties");
                 }
@@ -461,6 +442,58 @@ impl Segments {
             }
         }
     }
+}
+
+/// How often the reclaimer looks for removed records whose grace is over.
+const RECLAIM_EVERY: Duration = Duration::from_secs(1);
+
+/// Starts the thread that gives removed records' space back (off the store's writer, which
+/// never waits for the file system's hole punching); it ends once the segments are dropped.
+fn spawn_reclaimer(segments: std::sync::Weak<Segments>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("segment-reclaim".to_string())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(RECLAIM_EVERY);
+                let Some(segments) = segments.upgrade() else {
+                    return;
+                };
+                segments.reclaim(false);
+            }
+        })
+        .map(drop)
+}
+
+/// The file system's block: punching part of one frees nothing and writes zeros into it, so
+/// ranges are cut to whole blocks (what is left is freed with its segment).
+const BLOCK: u64 = 4096;
+
+/// The whole blocks of the byte ranges of `released` records outside the `emptied` segments,
+/// neighbours joined, as `(segment, start, end)`.
+pub(super) fn ranges(released: Vec<Pointer>, emptied: &[u32]) -> Vec<(u32, u64, u64)> {
+    joined(released, emptied)
+        .into_iter()
+        .filter_map(|(segment, start, end)| {
+            let (start, end) = (start.next_multiple_of(BLOCK), end / BLOCK * BLOCK);
+            (start < end).then_some((segment, start, end))
+        })
+        .collect()
+}
+
+/// The byte ranges of `released` records outside the `emptied` segments, neighbours joined.
+fn joined(mut released: Vec<Pointer>, emptied: &[u32]) -> Vec<(u32, u64, u64)> {
+    released.retain(|pointer| !emptied.contains(&pointer.segment));
+    released.sort_by_key(|pointer| (pointer.segment, pointer.offset));
+    let mut ranges: Vec<(u32, u64, u64)> = Vec::new();
+    for pointer in released {
+        match ranges.last_mut() {
+            Some((segment, _, end)) if *segment == pointer.segment && *end == pointer.offset => {
+                *end = pointer.end();
+            }
+            _ => ranges.push((pointer.segment, pointer.offset, pointer.end())),
+        }
+    }
+    ranges
 }
 
 /// Frees the file system blocks of `len` bytes at `offset` (the file keeps its length).
