@@ -324,6 +324,7 @@ pub fn read_here(pointer: Pointer) -> Result<Vec<u8>, StoreError> {
     }
 }
 
+mod reclaim;
 mod write;
 
 #[cfg(test)]

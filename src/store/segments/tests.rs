@@ -397,8 +397,11 @@ fn holes_cover_whole_blocks_only() {
         pointer(100, 992),
         pointer(50_000, 100),
     ];
-    assert_eq!(write::ranges(released, &[]), Vec::<(u32, u64, u64)>::new());
+    assert_eq!(
+        reclaim::ranges(released, &[]),
+        Vec::<(u32, u64, u64)>::new()
+    );
     let released = vec![pointer(100, 992), pointer(1_100, 12_000)];
-    assert_eq!(write::ranges(released, &[]), [(3, 4_096, 12_288)]);
-    assert!(write::ranges(vec![pointer(0, 20_000)], &[3]).is_empty());
+    assert_eq!(reclaim::ranges(released, &[]), [(3, 4_096, 12_288)]);
+    assert!(reclaim::ranges(vec![pointer(0, 20_000)], &[3]).is_empty());
 }
