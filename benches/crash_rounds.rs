@@ -7,7 +7,9 @@
 //! as the server takes them, and kills the server with SIGKILL after a delay drawn between 0.3
 //! and 2.3 s. The next start is timed to `/healthz`, then to the end of the index's catch-up
 //! (`"search":"catching_up"` gone), and the round's events are read back through the search
-//! API (`release:roundN`, paged): every acknowledged `event_id` must be there, once. Events
+//! API, one client's at a time (`release:roundNclientC`, paged: a search pages at most 100,000
+//! events deep, and a fast machine acknowledges more than that in a round): every acknowledged
+//! `event_id` must be there, once. Events
 //! stored but not acknowledged (committed, the answer lost with the process) are counted, not
 //! required. A lost or doubled event fails the run.
 //!
@@ -45,6 +47,11 @@ const ENV: &[(&str, &str)] = &[
     ("WEB_INGEST_RATE_PER_MIN", "1000000000"),
 ];
 
+/// The release of one client's events in one round: what the read-back searches for.
+fn release(round: u64, client: usize) -> String {
+    format!("round{round}client{client}")
+}
+
 /// One request's body: `EVENTS_PER_BATCH` events of `round`, their ids named after the client
 /// and the batch.
 fn batch(round: u64, client: usize, number: u64, now_ms: u64) -> (Vec<String>, Value) {
@@ -68,7 +75,7 @@ fn batch(round: u64, client: usize, number: u64, now_ms: u64) -> (Vec<String>, V
                     100 + group
                 ),
                 "url": format!("https://app.example.com/orders/{number}"),
-                "release": format!("round{round}"),
+                "release": release(round, client),
                 "environment": "production",
                 "user_id": format!("u-{}", (number + i as u64) % 500),
                 "timestamp": now_ms,
@@ -132,13 +139,14 @@ fn catch_up(base: &str) -> Duration {
     }
 }
 
-/// The `event_id`s of `round`'s stored events, through the search API, every page.
-fn stored_ids(base: &str, key: &str, round: u64) -> Vec<String> {
+/// The `event_id`s of `round`'s stored events from `client`, through the search API, every page.
+fn stored_ids(base: &str, key: &str, round: u64, client: usize) -> Vec<String> {
     let http = reqwest::blocking::Client::new();
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut url = format!("{base}/api/v1/errors?q=release:round{round}&limit={PAGE}");
+        let release = release(round, client);
+        let mut url = format!("{base}/api/v1/errors?q=release:{release}&limit={PAGE}");
         if let Some(cursor) = &cursor {
             url.push_str(&format!("&cursor={cursor}"));
         }
@@ -171,16 +179,31 @@ struct Round {
     catch_up: Duration,
 }
 
-/// Checks `round`'s events after a start: every acknowledged one stored, none twice.
-fn check(base: &str, key: &str, round: u64, acknowledged: &HashSet<String>) -> usize {
+/// Checks `round`'s events after a start, each client's apart: every acknowledged one stored,
+/// none twice. Returns how many were stored without their acknowledgement.
+fn check(base: &str, key: &str, round: u64, acknowledged: &[HashSet<String>]) -> usize {
+    acknowledged
+        .iter()
+        .enumerate()
+        .map(|(client, acknowledged)| check_client(base, key, round, client, acknowledged))
+        .sum()
+}
+
+fn check_client(
+    base: &str,
+    key: &str,
+    round: u64,
+    client: usize,
+    acknowledged: &HashSet<String>,
+) -> usize {
     let began = Instant::now();
     loop {
-        let ids = stored_ids(base, key, round);
+        let ids = stored_ids(base, key, round, client);
         let stored: HashSet<&String> = ids.iter().collect();
         assert_eq!(
             stored.len(),
             ids.len(),
-            "round {round}: an event stored twice"
+            "round {round}, client {client}: an event stored twice"
         );
         let lost = acknowledged
             .iter()
@@ -191,7 +214,8 @@ fn check(base: &str, key: &str, round: u64, acknowledged: &HashSet<String>) -> u
         }
         assert!(
             began.elapsed() < SEARCHABLE_WITHIN,
-            "round {round}: {lost} of {} acknowledged events missing after the start",
+            "round {round}, client {client}: {lost} of {} acknowledged events missing after the \
+             start",
             acknowledged.len()
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -219,7 +243,7 @@ fn main() {
     let key = api_key(&base, &session);
     let mut first = Some((first, base));
     let mut outcomes: Vec<Round> = Vec::new();
-    let mut previous: Option<(u64, HashSet<String>)> = None;
+    let mut previous: Option<(u64, Vec<HashSet<String>>)> = None;
     // One start more than rounds: the last one only reads the last round's events back.
     for round in 1..=rounds + 1 {
         let (process, base, start) = match first.take() {
@@ -230,7 +254,7 @@ fn main() {
         if let Some((number, acknowledged)) = previous.take() {
             let unacknowledged = check(&base, &key, number, &acknowledged);
             outcomes.push(Round {
-                acknowledged: acknowledged.len(),
+                acknowledged: acknowledged.iter().map(HashSet::len).sum(),
                 unacknowledged,
                 start,
                 catch_up,
@@ -253,14 +277,14 @@ fn main() {
         // `Process` kills with SIGKILL when dropped, and waits for the exit.
         drop(process);
         stop.store(true, Ordering::Relaxed);
-        let mut acknowledged = HashSet::new();
-        for sender in senders {
-            acknowledged.extend(sender.join().expect("client"));
-        }
+        let acknowledged: Vec<HashSet<String>> = senders
+            .into_iter()
+            .map(|sender| sender.join().expect("client").into_iter().collect())
+            .collect();
         println!(
             "round {round}: killed after {} ms, {} events acknowledged",
             delay.as_millis(),
-            acknowledged.len()
+            acknowledged.iter().map(HashSet::len).sum::<usize>()
         );
         previous = Some((round, acknowledged));
     }
