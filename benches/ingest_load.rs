@@ -30,8 +30,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use support::{
-    Numbers, api_key, cpu_seconds, disk_bytes, env_number, metric_in, metrics_text, sign_in_owner,
-    start_server, status_kib, thread_cpu_seconds,
+    Numbers, api_key, commits_between, cpu_seconds, disk_bytes, env_number, histogram_growth,
+    histogram_mean, metric_in, metrics_text, sign_in_owner, start_server, status_kib,
+    thread_cpu_seconds,
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
@@ -262,39 +263,6 @@ fn cpu_total(pid: &str) -> f64 {
 fn load_average() -> String {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     text.split(' ').next().unwrap_or("?").to_string()
-}
-
-/// `sum / count` of a Prometheus histogram in the `/metrics` text.
-fn histogram_mean(metrics: &str, name: &str) -> f64 {
-    histogram_value(metrics, name, "_sum") / histogram_value(metrics, name, "_count").max(1.0)
-}
-
-/// One line of a Prometheus histogram (`_sum`, `_count`, `_bucket{le="0.05"}`), or 0.
-fn histogram_value(metrics: &str, name: &str, suffix: &str) -> f64 {
-    metric_in(metrics, &format!("{name}{suffix}")).unwrap_or(0.0)
-}
-
-/// How much a histogram's line (`_sum`, `_count`, a bucket) grew between two `/metrics` texts.
-fn histogram_growth(before: &str, after: &str, name: &str, suffix: &str) -> f64 {
-    histogram_value(after, name, suffix) - histogram_value(before, name, suffix)
-}
-
-/// The store's commits between two `/metrics` readings: how many, their mean time, and how
-/// many took longer than 10, 25 and 50 ms (the histogram's bucket bounds).
-fn commits_between(before: &str, after: &str, window: f64) -> String {
-    let delta =
-        |suffix: &str| histogram_growth(before, after, "lookout_store_commit_seconds", suffix);
-    let count = delta("_count");
-    let over = |bound: &str| count - delta(&format!("_bucket{{le=\"{bound}\"}}"));
-    format!(
-        "{count:.0} commits ({:.0}/s), mean {:.1} ms; over 10 ms: {:.0}, over 25 ms: {:.0}, \
-         over 50 ms: {:.0}",
-        count / window,
-        delta("_sum") * 1000.0 / count.max(1.0),
-        over("0.01"),
-        over("0.025"),
-        over("0.05"),
-    )
 }
 
 fn main() {

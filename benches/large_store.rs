@@ -2,18 +2,24 @@
 //! normal ingest path of the release `lookout serve`, then on it: search p50/p99 (a message
 //! word, a tag, a release, a stack term, a combination), cold start to `/healthz` 200 after a
 //! clean stop and after `kill -9`, and a retention sweep of the oldest 1 M events while ingest
-//! goes on at half the rate the store was filled at (request p99 before, during and after).
+//! goes on at half the rate the store was filled at (request p99 before, during and against a
+//! control).
 //!
-//! The first 1 M events are stored with the server's clock as it is, the rest (and everything
-//! until the sweep) with the clock 20 days ahead; the sweep runs with it 35 days ahead, so the
-//! first 1 M events, and only they, are past the 30-day retention.
+//! The first 1 M events are stored in LOOKOUT_BENCH_SWEEPS (4) bands a day apart on the
+//! server's clock, the rest (and everything until the sweeps) with the clock 20 days ahead.
+//! Sweep `b` runs with the clock 30.5 + `b` days ahead, so band `b`, and only it, is newly past
+//! the 30-day retention. Each sweep is followed by its control: the server started again with
+//! the same clock (nothing left to sweep) and ingest paced the same for as long as the sweep
+//! took. Sweeps and controls alternate so that the machine's changes of speed over the run, and
+//! each start's warm-up, weigh on both alike; the p99 of all sweeps is compared with that of
+//! all controls.
 //!
 //! Run: `cargo bench --bench large_store`. It checks the free disk first: 10 M events only when
 //! more than twice their estimated size is free, else 1 M, and says which it chose.
 //! LOOKOUT_BENCH_EVENTS forces a count (still checked against the disk); LOOKOUT_BENCH_RUNS sets
-//! the runs per search (100); LOOKOUT_BENCH_SECONDS the seconds of ingest before the sweep (20);
-//! LOOKOUT_BENCH_RATE the paced rate in events/s (half the fill rate). After the sweep, ingest
-//! goes on at that rate for as long as the sweep took: the control its p99 is compared with.
+//! the runs per search (100); LOOKOUT_BENCH_SECONDS the seconds of ingest before the sweeps (20);
+//! LOOKOUT_BENCH_RATE the paced rate in events/s (half the fill rate); LOOKOUT_BENCH_SWEEPS the
+//! number of bands and sweeps (1 to 9).
 //! The paced phases stop early (and say so) when the free disk falls below 4 GB.
 //! The store lives in a temporary directory, deleted at the end, unless LOOKOUT_BENCH_DATA
 //! names a directory: the store is then built there and kept, with the number of its next event
@@ -31,7 +37,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    api_key, disk_bytes, env_number, health, metric, sign_in_owner, start_until_healthy, stop,
+    api_key, commits_between, disk_bytes, env_number, health, metric, metrics_text, sign_in_owner,
+    start_until_healthy, stop,
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
@@ -81,20 +88,31 @@ const SEARCHES: [(&str, &str); 5] = [
         "timeout AND release:1.0.7 AND tag.plan:pro",
     ),
 ];
-/// The server's clock after the first `EXPIRING` events: 20 days ahead, so they are 20 days old.
-const AGED: (&str, &str) = ("LOOKOUT_CLOCK_OFFSET_SECONDS", "1728000");
-/// The clock of the sweep: 35 days ahead, so only the first `EXPIRING` events are past 30 days.
-const SWEEP: (&str, &str) = ("LOOKOUT_CLOCK_OFFSET_SECONDS", "3024000");
+/// The server's clock, in days ahead of the real one. The first `EXPIRING` events are stored
+/// in `LOOKOUT_BENCH_SWEEPS` bands, band `b` with the clock `b` days ahead, and the rest with it
+/// `AGED_DAYS` ahead; sweep `b` runs with it `RETENTION_DAYS + b + 0.5` days ahead, where band
+/// `b` is past the retention and nothing stored after it is.
+const AGED_DAYS: f64 = 20.0;
+const RETENTION_DAYS: f64 = 30.0;
+/// The most sweeps: the last one's clock stays short of `AT_REST_DAYS`.
+const MOST_SWEEPS: u64 = 9;
+/// The clock of a run on a kept store: past every band's sweep, short of the rest's retention.
+const AT_REST_DAYS: f64 = 40.0;
 
-fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
-    let mut env = vec![
+/// `LOOKOUT_CLOCK_OFFSET_SECONDS` for a clock `days` ahead.
+fn clock(days: f64) -> String {
+    ((days * 86_400.0) as u64).to_string()
+}
+
+/// The server's environment, with its clock `offset` (`clock`) ahead.
+fn env(offset: &str) -> Vec<(&'static str, &str)> {
+    vec![
         ("WEB_INGEST_KEY", INGEST_KEY),
         ("WEB_INGEST_RATE_PER_MIN", "1000000000"),
         ("WEB_INGEST_MAX_EVENTS", "10000"),
         ("WEB_INGEST_MAX_BODY_BYTES", "16777216"),
-    ];
-    env.extend_from_slice(extra);
-    env
+        ("LOOKOUT_CLOCK_OFFSET_SECONDS", offset),
+    ]
 }
 
 /// Event `n`: one of 50 groups (a 15-frame stack naming the group's functions), a message word
@@ -336,16 +354,6 @@ fn wait_for_catch_up(base: &str) {
     }
 }
 
-/// The store writer's commits so far: count, seconds, writes.
-fn commits(base: &str) -> [f64; 3] {
-    [
-        "lookout_store_commits_total",
-        "lookout_store_commit_seconds_sum",
-        "lookout_store_commit_batch_size_sum",
-    ]
-    .map(|name| metric(base, name))
-}
-
 /// Paced ingest on a kept store, with the server's clock where the full run left it.
 fn at_rest(root: &Path) {
     let first: usize = std::fs::read_to_string(root.join(NEXT_EVENT_FILE))
@@ -353,7 +361,8 @@ fn at_rest(root: &Path) {
         .and_then(|text| text.trim().parse().ok())
         .expect("the kept store's next event number");
     let data_dir = root.join("data");
-    let (server, base, took) = start_until_healthy(&data_dir, &env(&[SWEEP]));
+    let at_rest = clock(AT_REST_DAYS);
+    let (server, base, took) = start_until_healthy(&data_dir, &env(&at_rest));
     println!(
         "kept store (next event n{first}, {:.2} GB): /healthz in {} ms",
         disk_bytes(&data_dir).1 as f64 / 1e9,
@@ -364,24 +373,37 @@ fn at_rest(root: &Path) {
     let rate = env_number("LOOKOUT_BENCH_RATE", 15_500) as f64;
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
     let disk = DiskGuard::new(&data_dir);
-    let before = commits(&base);
+    let before = metrics_text(&base);
     let began = Instant::now();
     let latencies = paced(&base, first, rate, || {
         began.elapsed().as_secs_f64() > seconds || disk.low()
     });
     let took = began.elapsed().as_secs_f64();
-    let after = commits(&base);
-    let [n, busy, writes] = [0, 1, 2].map(|at| after[at] - before[at]);
     report(&format!("at {rate:.0} events/s, at rest"), &latencies, took);
-    println!(
-        "store commits: {:.1}/s, mean {:.2} ms, writer busy {:.0} %, {:.2} writes each",
-        n / took,
-        busy / n * 1e3,
-        busy / took * 100.0,
-        writes / n
-    );
+    print_commits(&base, &before, took);
     stop(server);
     keep_next_event(root, first + latencies.len() * PER_PACED_REQUEST);
+}
+
+/// Prints how the p50 and p99 of `during` compare with those of `control` (both sorted).
+fn compare(what: &str, during: &[f64], control: &[f64]) {
+    if during.is_empty() || control.is_empty() {
+        return;
+    }
+    let change = |fraction| percentile(during, fraction) / percentile(control, fraction) - 1.0;
+    println!(
+        "{what} against the control: p50 {:+.1} %, p99 {:+.1} %",
+        change(0.5) * 100.0,
+        change(0.99) * 100.0
+    );
+}
+
+/// Prints the store's commits since the `/metrics` text `before`, `window` seconds ago;
+/// returns the text read now.
+fn print_commits(base: &str, before: &str, window: f64) -> String {
+    let now = metrics_text(base);
+    println!("store commits: {}", commits_between(before, &now, window));
+    now
 }
 
 /// How the data dir's bytes divide: the redb file, the event segments, the search index.
@@ -406,22 +428,34 @@ fn main() {
     let root = kept.clone().unwrap_or_else(|| temp.path().to_path_buf());
     std::fs::create_dir_all(&root).unwrap();
     let events = choose_events(&root);
+    let sweeps = env_number("LOOKOUT_BENCH_SWEEPS", 4).clamp(1, MOST_SWEEPS) as usize;
     let expiring = EXPIRING.min(events);
+    // Band `b` is events `bands[b]..bands[b + 1]`.
+    let bands: Vec<usize> = (0..=sweeps).map(|band| expiring * band / sweeps).collect();
     let data_dir = root.join("data");
-    let (server, base, _) = start_until_healthy(&data_dir, &env(&[]));
+    let now = clock(0.0);
+    let (mut server, mut base, _) = start_until_healthy(&data_dir, &env(&now));
     let session = sign_in_owner(&data_dir, &base);
     let key = api_key(&base, &session);
     let began = Instant::now();
-    fill(&base, 0, expiring);
+    for band in 0..sweeps {
+        if band > 0 {
+            stop(server);
+            let offset = clock(band as f64);
+            (server, base, _) = start_until_healthy(&data_dir, &env(&offset));
+        }
+        fill(&base, bands[band], bands[band + 1]);
+    }
     stop(server);
-    // From here on the clock is 20 days ahead: the events above are 20 days old.
-    let aged = env(&[AGED]);
+    // From here on the clock is `AGED_DAYS` ahead: the bands above are that much older.
+    let aged = clock(AGED_DAYS);
+    let aged = env(&aged);
     let (server, base, _) = start_until_healthy(&data_dir, &aged);
     if events > expiring {
         fill(&base, expiring, events);
     }
     let fill_rate = events as f64 / began.elapsed().as_secs_f64();
-    println!("filled at {fill_rate:.0} events/s overall (one restart included)");
+    println!("filled at {fill_rate:.0} events/s overall ({sweeps} restarts included)");
     wait_for_index(&base, &key, events - 1);
     let (apparent, allocated) = disk_bytes(&data_dir);
     println!(
@@ -462,55 +496,77 @@ fn main() {
         recovering.elapsed().as_secs_f64()
     );
 
-    // Retention: paced ingest before, during the sweep of the oldest events, and after it for
-    // as long as the sweep took (the control of the same length, on a store of about the same
-    // size). The rate is half the fill rate, or LOOKOUT_BENCH_RATE: the fill's 2,000-event
-    // requests reach rates that 100-event requests do not, so half `ingest_load`'s maximum is
-    // the fairer pace on a given machine.
+    // Retention: paced ingest before the sweeps, then for each band its sweep with ingest
+    // paced meanwhile, and a control of the same length right after it: a start like the
+    // sweep's (the clock as it was, nothing left to sweep) and the same pace, so that a start's
+    // warm-up and the machine's changes in speed over the run weigh on both alike. The rate is
+    // half the fill rate, or LOOKOUT_BENCH_RATE: the fill's 2,000-event requests reach rates
+    // that 100-event requests do not, so half `ingest_load`'s maximum is the fairer pace.
     let rate = match env_number("LOOKOUT_BENCH_RATE", 0) {
         0 => fill_rate / 2.0,
         set => set as f64,
     };
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
     let began = Instant::now();
-    let first = events + 1_000;
+    let mut next = events + 1_000;
     let disk = DiskGuard::new(&data_dir);
-    let before = paced(&base, first, rate, || {
+    let before = paced(&base, next, rate, || {
         began.elapsed().as_secs_f64() > seconds || disk.low()
     });
+    next += before.len() * PER_PACED_REQUEST;
     report(&format!("at {rate:.0} events/s before"), &before, seconds);
     stop(server);
-    let (server, base, _) = start_until_healthy(&data_dir, &env(&[SWEEP]));
-    let began = Instant::now();
-    let swept = || metric(&base, "lookout_ingest_retention_deleted_total") >= expiring as f64;
-    let first = first + before.len() * PER_PACED_REQUEST;
-    let during = paced(&base, first, rate, || {
-        swept() || began.elapsed() > Duration::from_secs(1_800) || disk.low()
-    });
-    let took = began.elapsed().as_secs_f64();
-    report("during the sweep", &during, took);
-    println!(
-        "retention sweep: {} events deleted in {took:.1} s (the {expiring} oldest of {} stored expired)",
-        metric(&base, "lookout_ingest_retention_deleted_total"),
-        first + during.len() * PER_PACED_REQUEST,
-    );
-    let first = first + during.len() * PER_PACED_REQUEST;
-    let control = Instant::now();
-    let after = paced(&base, first, rate, || {
-        control.elapsed().as_secs_f64() > took || disk.low()
-    });
-    let control = control.elapsed().as_secs_f64();
-    report("after the sweep, as long (the control)", &after, control);
-    if !after.is_empty() && !during.is_empty() {
-        let change = percentile(&during, 0.99) / percentile(&after, 0.99) - 1.0;
+    let (mut during, mut control) = (Vec::new(), Vec::new());
+    let mut swept_in = 0.0;
+    for band in 0..sweeps {
+        let offset = clock(RETENTION_DAYS + band as f64 + 0.5);
+        let expiring = bands[band + 1] - bands[band];
+        let (server, base, _) = start_until_healthy(&data_dir, &env(&offset));
+        let metrics = metrics_text(&base);
+        let began = Instant::now();
+        let deleted = || metric(&base, "lookout_ingest_retention_deleted_total");
+        let sweep = paced(&base, next, rate, || {
+            deleted() >= expiring as f64
+                || began.elapsed() > Duration::from_secs(1_800)
+                || disk.low()
+        });
+        let took = began.elapsed().as_secs_f64();
+        next += sweep.len() * PER_PACED_REQUEST;
         println!(
-            "p99 during the sweep against the control: {:+.1} %",
-            change * 100.0
+            "sweep {}/{sweeps}: {} events deleted in {took:.1} s (band {}..{}, {next} stored)",
+            band + 1,
+            deleted(),
+            bands[band],
+            bands[band + 1]
         );
+        report("during the sweep", &sweep, took);
+        print_commits(&base, &metrics, took);
+        stop(server);
+        let (server, base, _) = start_until_healthy(&data_dir, &env(&offset));
+        let metrics = metrics_text(&base);
+        let began = Instant::now();
+        let after = paced(&base, next, rate, || {
+            began.elapsed().as_secs_f64() > took || disk.low()
+        });
+        next += after.len() * PER_PACED_REQUEST;
+        let length = began.elapsed().as_secs_f64();
+        report("its control, as long", &after, length);
+        print_commits(&base, &metrics, length);
+        compare("this sweep", &sweep, &after);
+        stop(server);
+        swept_in += took;
+        during.extend(sweep);
+        control.extend(after);
     }
-    stop(server);
+    during.sort_by(f64::total_cmp);
+    control.sort_by(f64::total_cmp);
+    println!(
+        "retention: the {expiring} oldest events deleted in {sweeps} sweeps, {swept_in:.1} s in all"
+    );
+    report("during the sweeps, all", &during, swept_in);
+    report("in their controls, all", &control, swept_in);
+    compare("the sweeps", &during, &control);
     if let Some(root) = kept {
-        let next = first + after.len() * PER_PACED_REQUEST;
         keep_next_event(&root, next);
         println!("store kept in {} (next event n{next})", root.display());
     }

@@ -246,6 +246,43 @@ pub fn metric(base: &str, name: &str) -> f64 {
     metric_in(&metrics_text(base), name).unwrap_or(f64::NAN)
 }
 
+/// `sum / count` of a Prometheus histogram in the `/metrics` text.
+pub fn histogram_mean(metrics: &str, name: &str) -> f64 {
+    histogram_value(metrics, name, "_sum") / histogram_value(metrics, name, "_count").max(1.0)
+}
+
+/// One line of a Prometheus histogram (`_sum`, `_count`, `_bucket{le="0.05"}`), or 0.
+pub fn histogram_value(metrics: &str, name: &str, suffix: &str) -> f64 {
+    metric_in(metrics, &format!("{name}{suffix}")).unwrap_or(0.0)
+}
+
+/// How much a histogram's line (`_sum`, `_count`, a bucket) grew between two `/metrics` texts.
+pub fn histogram_growth(before: &str, after: &str, name: &str, suffix: &str) -> f64 {
+    histogram_value(after, name, suffix) - histogram_value(before, name, suffix)
+}
+
+/// The store's commits between two `/metrics` readings `window` seconds apart: how many,
+/// their mean time and writes, the writer's busy share, and how many took longer than 10, 25
+/// and 50 ms (the histogram's bucket bounds).
+pub fn commits_between(before: &str, after: &str, window: f64) -> String {
+    let delta =
+        |suffix: &str| histogram_growth(before, after, "lookout_store_commit_seconds", suffix);
+    let writes = histogram_growth(before, after, "lookout_store_commit_batch_size", "_sum");
+    let count = delta("_count");
+    let over = |bound: &str| count - delta(&format!("_bucket{{le=\"{bound}\"}}"));
+    format!(
+        "{count:.0} commits ({:.0}/s), mean {:.1} ms, {:.1} writes each, writer busy {:.0} %; \
+         over 10 ms: {:.0}, over 25 ms: {:.0}, over 50 ms: {:.0}",
+        count / window,
+        delta("_sum") * 1000.0 / count.max(1.0),
+        writes / count.max(1.0),
+        delta("_sum") / window * 100.0,
+        over("0.01"),
+        over("0.025"),
+        over("0.05"),
+    )
+}
+
 /// Bytes of the file at `path`, or of the files under it, recursively: their apparent size
 /// (redb grows its file in large steps ahead of use) and the disk blocks allocated to them.
 pub fn disk_bytes(path: &Path) -> (u64, u64) {
