@@ -30,6 +30,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,8 +38,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    api_key, commits_between, disk_bytes, env_number, health, metric, metrics_text, sign_in_owner,
-    start_until_healthy, stop,
+    Process, api_key, commits_between, disk_bytes, env_number, health, metric, metrics_text,
+    sign_in_owner, start_until_healthy, stop, thread_cpu_seconds,
 };
 
 const INGEST_KEY: &str = "bench-ingest-key-000000000001";
@@ -373,14 +374,14 @@ fn at_rest(root: &Path) {
     let rate = env_number("LOOKOUT_BENCH_RATE", 15_500) as f64;
     let seconds = env_number("LOOKOUT_BENCH_SECONDS", 20) as f64;
     let disk = DiskGuard::new(&data_dir);
-    let before = metrics_text(&base);
+    let before = Reading::take(&base, &server);
     let began = Instant::now();
     let latencies = paced(&base, first, rate, || {
         began.elapsed().as_secs_f64() > seconds || disk.low()
     });
     let took = began.elapsed().as_secs_f64();
     report(&format!("at {rate:.0} events/s, at rest"), &latencies, took);
-    print_commits(&base, &before, took);
+    before.print_since(&base, &server, took);
     stop(server);
     keep_next_event(root, first + latencies.len() * PER_PACED_REQUEST);
 }
@@ -398,12 +399,47 @@ fn compare(what: &str, during: &[f64], control: &[f64]) {
     );
 }
 
-/// Prints the store's commits since the `/metrics` text `before`, `window` seconds ago;
-/// returns the text read now.
-fn print_commits(base: &str, before: &str, window: f64) -> String {
-    let now = metrics_text(base);
-    println!("store commits: {}", commits_between(before, &now, window));
-    now
+/// What a paced phase is measured against: the server's `/metrics` and its threads' CPU time.
+struct Reading {
+    metrics: String,
+    cpu: BTreeMap<String, f64>,
+}
+
+impl Reading {
+    fn take(base: &str, server: &Process) -> Reading {
+        Reading {
+            metrics: metrics_text(base),
+            cpu: thread_cpu_seconds(&server.0.id().to_string()),
+        }
+    }
+
+    /// Prints the store's commits since this reading, `window` seconds ago, and the server's
+    /// CPU time per second of it: in all, and of the store writer, the search indexing and
+    /// the index's merges (which, on two cores, the paced requests share with everything).
+    fn print_since(&self, base: &str, server: &Process, window: f64) {
+        let now = Reading::take(base, server);
+        println!(
+            "store commits: {}",
+            commits_between(&self.metrics, &now.metrics, window)
+        );
+        let spent = |threads: &dyn Fn(&str) -> bool| {
+            let sum = |cpu: &BTreeMap<String, f64>| -> f64 {
+                cpu.iter()
+                    .filter(|(name, _)| threads(name))
+                    .map(|(_, seconds)| seconds)
+                    .sum()
+            };
+            (sum(&now.cpu) - sum(&self.cpu)) / window
+        };
+        println!(
+            "server CPU per second: {:.2} in all; store writer {:.2}, indexing {:.2}, index \
+             merges {:.2}",
+            spent(&|_| true),
+            spent(&|name| name == "store-writer"),
+            spent(&|name| name.starts_with("thrd-tantivy") || name == "search-writer"),
+            spent(&|name| name.starts_with("merge_thread")),
+        );
+    }
 }
 
 /// How the data dir's bytes divide: the redb file, the event segments, the search index.
@@ -522,7 +558,7 @@ fn main() {
         let offset = clock(RETENTION_DAYS + band as f64 + 0.5);
         let expiring = bands[band + 1] - bands[band];
         let (server, base, _) = start_until_healthy(&data_dir, &env(&offset));
-        let metrics = metrics_text(&base);
+        let reading = Reading::take(&base, &server);
         let began = Instant::now();
         let deleted = || metric(&base, "lookout_ingest_retention_deleted_total");
         let sweep = paced(&base, next, rate, || {
@@ -540,10 +576,10 @@ fn main() {
             bands[band + 1]
         );
         report("during the sweep", &sweep, took);
-        print_commits(&base, &metrics, took);
+        reading.print_since(&base, &server, took);
         stop(server);
         let (server, base, _) = start_until_healthy(&data_dir, &env(&offset));
-        let metrics = metrics_text(&base);
+        let reading = Reading::take(&base, &server);
         let began = Instant::now();
         let after = paced(&base, next, rate, || {
             began.elapsed().as_secs_f64() > took || disk.low()
@@ -551,7 +587,7 @@ fn main() {
         next += after.len() * PER_PACED_REQUEST;
         let length = began.elapsed().as_secs_f64();
         report("its control, as long", &after, length);
-        print_commits(&base, &metrics, length);
+        reading.print_since(&base, &server, length);
         compare("this sweep", &sweep, &after);
         stop(server);
         swept_in += took;
