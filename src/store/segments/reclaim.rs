@@ -44,12 +44,20 @@ impl Segments {
                     "cannot delete an emptied event segment; it is deleted at the next start"),
             }
         }
+        // Ranges come sorted by segment: each segment's file is opened once for all of its.
+        let mut open: Option<(u32, std::io::Result<File>)> = None;
         for (segment, start, end) in ranges(released, &emptied) {
-            let path = self.dir.join(file_name(segment));
-            let punched = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .and_then(|file| punch(&file, start, end - start));
+            if open.as_ref().is_some_and(|(number, _)| *number != segment) {
+                open = None;
+            }
+            let (_, file) = open.get_or_insert_with(|| {
+                let path = self.dir.join(file_name(segment));
+                (segment, OpenOptions::new().write(true).open(path))
+            });
+            let punched = match file {
+                Ok(file) => punch(file, start, end - start),
+                Err(err) => Err(std::io::Error::new(err.kind(), err.to_string())),
+            };
             match punched {
                 Ok(()) => metrics::counter!("lookout_event_segment_bytes_reclaimed_total")
                     .increment(end - start),
@@ -121,8 +129,8 @@ fn punch(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
         libc::off_t::try_from(offset).map_err(std::io::Error::other)?,
         libc::off_t::try_from(len).map_err(std::io::Error::other)?,
     );
-    // SAFETY: fallocate reads no memory of ours; the descriptor is open for writing or
-    // reading, and a failure is reported through errno.
+    // SAFETY: fallocate reads no memory of ours; the descriptor is open for writing, and a
+    // failure is reported through errno.
     let result = unsafe {
         libc::fallocate(
             file.as_raw_fd(),
