@@ -244,8 +244,8 @@ pub(super) fn find_group_id(
     Ok(id)
 }
 
-/// Removes an event from its group's event list (retention); the group's counts stay: they
-/// describe everything the group ever saw.
+/// Removes an event from its group's event list (it moves to another group); the group's
+/// counts stay: they describe everything the group ever saw.
 pub fn forget_event(
     txn: &WriteTransaction,
     org: &str,
@@ -255,12 +255,13 @@ pub fn forget_event(
     group_events::forget(txn, org, group, event)
 }
 
-/// `forget_event` for many `(org, group, event)` at once (a retention transaction's).
+/// Removes deleted events (`(org, group, event)`, a retention transaction's) from their
+/// groups' event lists.
 pub fn forget_events(
     txn: &WriteTransaction,
     items: &[(&str, &str, &str)],
 ) -> Result<(), StoreError> {
-    group_events::forget_all(txn, items)
+    group_events::forget_deleted(txn, items)
 }
 
 fn corrupt(detail: &str) -> StoreError {

@@ -1,5 +1,6 @@
-//! Tests of `group_events.rs` and `group_runs.rs`: the three tables read as one, folding at
-//! its bound, forgetting, and the runs against a model under random folds and removals.
+//! Tests of `group_events.rs` and `group_runs.rs`: the four tables read as one, folding and
+//! applying gone rows at their bounds, forgetting, and the runs against a model under random
+//! folds and removals.
 
 use super::*;
 use crate::store::migrations::scratch_database;
@@ -227,7 +228,8 @@ fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
             }
         }
         fold(&txn).unwrap();
-        // Removals one by one on even steps, together (as retention does) on odd ones.
+        // Removals one by one on even steps, as deleted events together (as retention does)
+        // on odd ones.
         let gone: Vec<String> = (0..next(60))
             .map(|_| event(next(newest_id as u64 + 1)))
             .collect();
@@ -235,15 +237,35 @@ fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
             gone.iter()
                 .for_each(|id| forget(&txn, ORG, "grp_a", id).unwrap());
         } else {
+            // As deleted events, or directly (events moved to another group); the same id
+            // twice is a deletion of an event already gone.
             let items: Vec<(&str, &str, &str)> =
                 gone.iter().map(|id| (ORG, "grp_a", id.as_str())).collect();
-            forget_all(&txn, &items).unwrap();
+            forget_deleted(&txn, &items).unwrap();
         }
         for id in &gone {
             model.remove(&id[4..].parse::<usize>().unwrap());
         }
+        if step % 10 == 9 {
+            apply_gone(&txn).unwrap();
+            assert_eq!(GONE.row_count(&txn).unwrap(), 0);
+        }
+        let waiting: Vec<String> = GONE
+            .scan(&txn, crate::store::Scan::all())
+            .unwrap()
+            .into_iter()
+            .map(|(key, _)| key[ORG.len() + 1..].to_string())
+            .collect();
         let runs = runs_of(&txn, "grp_a");
-        let held: Vec<String> = runs.into_iter().flat_map(|(_, ids)| ids).collect();
+        let all_held: Vec<String> = runs.into_iter().flat_map(|(_, ids)| ids).collect();
+        assert!(
+            waiting.iter().all(|id| all_held.contains(id)),
+            "a gone row names an id no run holds, step {step}"
+        );
+        let held: Vec<String> = all_held
+            .into_iter()
+            .filter(|id| !waiting.contains(id))
+            .collect();
         let expected: Vec<String> = model.iter().map(|n| event(*n)).collect();
         assert_eq!(held, expected, "step {step}");
         let newest_first: Vec<String> = expected.iter().rev().cloned().collect();
@@ -253,4 +275,103 @@ fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
             Some(model.len())
         );
     }
+}
+
+/// Deleting events leaves their ids in the runs with a gone row each, read as absent; the
+/// deletion that finds `APPLY_GONE_AT` rows rewrites the runs without them all.
+#[test]
+fn deleted_events_leave_the_runs_many_at_once() {
+    let (_dir, database) = scratch_database();
+    let txn = database.begin_write().unwrap();
+    let total = APPLY_GONE_AT as usize + 300;
+    record_all(&txn, "grp_a", (0..total).filter(|n| n % 2 == 0));
+    record_all(&txn, "grp_b", (0..total).filter(|n| n % 2 == 1));
+    fold(&txn).unwrap();
+    record_all(&txn, "grp_a", total..total + 1);
+    record_all(&txn, "grp_b", total + 1..total + 2);
+    let deleted = |from: usize, to: usize| -> Vec<(String, &'static str, String)> {
+        (from..to)
+            .map(|n| (ORG.to_string(), ["grp_a", "grp_b"][n % 2], event(n)))
+            .collect()
+    };
+    let delete = |items: &[(String, &'static str, String)]| {
+        let items: Vec<(&str, &str, &str)> = items
+            .iter()
+            .map(|(o, g, e)| (o.as_str(), *g, e.as_str()))
+            .collect();
+        forget_deleted(&txn, &items).unwrap();
+    };
+    // The oldest, both unfolded events, and an event no group holds.
+    let mut first = deleted(0, 100);
+    first.extend(deleted(total, total + 2));
+    first.push((ORG.to_string(), "grp_a", event(total + 50)));
+    delete(&first);
+    assert_eq!(rows(&txn), (0, total as u64), "ids stay in the runs");
+    assert_eq!(
+        GONE.row_count(&txn).unwrap(),
+        100,
+        "one gone row per id held"
+    );
+    let left_a: Vec<String> = (100..total)
+        .rev()
+        .filter(|n| n % 2 == 0)
+        .map(event)
+        .collect();
+    assert_eq!(all_pages(&txn, "grp_a", 33), left_a);
+    assert_eq!(newest(&txn, ORG, "grp_a", None, 5).unwrap(), left_a[..5]);
+    let exact = left_a.len();
+    assert_eq!(count(&txn, ORG, "grp_a", exact).unwrap(), Some(exact));
+    assert_eq!(count(&txn, ORG, "grp_a", exact - 1).unwrap(), None);
+    assert_eq!(count(&txn, ORG, "grp_a", 10_000).unwrap(), Some(exact));
+
+    // One short of the bound: nothing applied; the deletion that reaches it applies them all.
+    let short = APPLY_GONE_AT as usize - 1;
+    delete(&deleted(100, short));
+    assert_eq!(GONE.row_count(&txn).unwrap(), APPLY_GONE_AT - 1);
+    assert_eq!(rows(&txn).1, total as u64);
+    delete(&deleted(short, short + 1));
+    assert_eq!(GONE.row_count(&txn).unwrap(), 0);
+    assert_eq!(rows(&txn).1, (total - APPLY_GONE_AT as usize) as u64);
+    let left_b: Vec<String> = (short + 1..total)
+        .rev()
+        .filter(|n| n % 2 == 1)
+        .map(event)
+        .collect();
+    assert_eq!(all_pages(&txn, "grp_b", 50), left_b);
+    assert_eq!(
+        count(&txn, ORG, "grp_b", 10_000).unwrap(),
+        Some(left_b.len())
+    );
+    runs_of(&txn, "grp_a");
+    runs_of(&txn, "grp_b");
+}
+
+/// An id with a gone row that is forgotten directly, or folded into its group again, loses
+/// its gone row: no answer ever leaves out an id its group holds.
+#[test]
+fn a_gone_row_never_hides_an_id_held_again() {
+    let (_dir, database) = scratch_database();
+    let txn = database.begin_write().unwrap();
+    record_all(&txn, "grp_a", 0..10);
+    fold(&txn).unwrap();
+    let (e2, e3) = (event(2), event(3));
+    forget_deleted(
+        &txn,
+        &[(ORG, "grp_a", e2.as_str()), (ORG, "grp_a", e3.as_str())],
+    )
+    .unwrap();
+    assert_eq!(count(&txn, ORG, "grp_a", 100).unwrap(), Some(8));
+    forget(&txn, ORG, "grp_a", &e2).unwrap();
+    assert!(
+        GONE.get(&txn, &tables::composite_key(ORG, &e2))
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(count(&txn, ORG, "grp_a", 100).unwrap(), Some(8));
+    record_all(&txn, "grp_a", 3..4);
+    fold(&txn).unwrap();
+    assert_eq!(GONE.row_count(&txn).unwrap(), 0);
+    assert_eq!(count(&txn, ORG, "grp_a", 100).unwrap(), Some(9));
+    let expected: Vec<String> = [9, 8, 7, 6, 5, 4, 3, 1, 0].map(event).to_vec();
+    assert_eq!(all_pages(&txn, "grp_a", 4), expected);
 }

@@ -157,15 +157,8 @@ pub fn remove_all(
     (org, group): (&str, &str),
     ids: &[&str],
 ) -> Result<usize, StoreError> {
-    let prefix = prefix(org, group);
-    let mut by_run: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for id in ids {
-        if let Some(key) = run_key_at(runs, &prefix, id)? {
-            by_run.entry(key).or_default().push(id);
-        }
-    }
     let mut removed = 0;
-    for (key, gone) in by_run {
+    for (key, gone) in by_run(runs, &prefix(org, group), ids)? {
         let Some(run) = runs.get(key.as_str())?.map(|run| run.value().to_string()) else {
             continue;
         };
@@ -179,6 +172,41 @@ pub fn remove_all(
         }
     }
     Ok(removed)
+}
+
+/// Which of `ids` the group's runs hold, each run read once.
+pub fn held<'a>(
+    runs: &Runs<'_>,
+    (org, group): (&str, &str),
+    ids: &[&'a str],
+) -> Result<Vec<&'a str>, StoreError> {
+    let mut held = Vec::new();
+    for (key, wanted) in by_run(runs, &prefix(org, group), ids)? {
+        if let Some(run) = runs.get(key.as_str())? {
+            let run: Vec<&str> = run.value().split(' ').collect();
+            held.extend(
+                wanted
+                    .into_iter()
+                    .filter(|id| run.binary_search(id).is_ok()),
+            );
+        }
+    }
+    Ok(held)
+}
+
+/// `ids` by the key of the run each would be in, those before the group's first run left out.
+fn by_run<'a>(
+    runs: &Runs<'_>,
+    prefix: &str,
+    ids: &[&'a str],
+) -> Result<BTreeMap<String, Vec<&'a str>>, StoreError> {
+    let mut by_run: BTreeMap<String, Vec<&'a str>> = BTreeMap::new();
+    for id in ids {
+        if let Some(key) = run_key_at(runs, prefix, id)? {
+            by_run.entry(key).or_default().push(id);
+        }
+    }
+    Ok(by_run)
 }
 
 /// Walks the group's runs last first, those with keys before `before` when given, until

@@ -13,7 +13,7 @@ use super::tables::{self, META};
 const SCHEMA_VERSION_KEY: &str = "schema_version";
 
 /// The schema this binary writes.
-pub const CURRENT_VERSION: u32 = 20;
+pub const CURRENT_VERSION: u32 = 21;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -97,7 +97,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 13,
         description: "session spans index",
-        apply: create_session_spans_table,
+        apply: |txn| create_index_table(txn, tables::SESSION_SPANS),
     },
     Migration {
         version: 14,
@@ -117,7 +117,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 17,
         description: "group events waiting to be folded",
-        apply: create_unfolded_group_events_table,
+        apply: |txn| create_index_table(txn, tables::GROUP_EVENTS_UNFOLDED),
     },
     Migration {
         version: 18,
@@ -127,12 +127,17 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 19,
         description: "error group events, many to a row",
-        apply: create_group_event_runs_table,
+        apply: |txn| create_index_table(txn, tables::GROUP_EVENT_RUNS),
     },
     Migration {
         version: 20,
         description: "error event records in segment files",
         apply: create_segment_state_table,
+    },
+    Migration {
+        version: 21,
+        description: "deleted error events waiting to leave their groups",
+        apply: |txn| create_index_table(txn, tables::GROUP_EVENTS_GONE),
     },
 ];
 
@@ -397,11 +402,6 @@ fn create_alert_rule_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn create_session_spans_table(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(IndexTable::new(tables::SESSION_SPANS).definition())?;
-    Ok(())
-}
-
 fn create_agent_metrics_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::AGENT_METRICS))?;
     Ok(())
@@ -422,23 +422,19 @@ fn create_sso_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn create_unfolded_group_events_table(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(IndexTable::new(tables::GROUP_EVENTS_UNFOLDED).definition())?;
-    Ok(())
-}
-
 fn create_record_dictionaries_table(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(record_table(tables::RECORD_DICTIONARIES))?;
     Ok(())
 }
 
-fn create_group_event_runs_table(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(IndexTable::new(tables::GROUP_EVENT_RUNS).definition())?;
+fn create_segment_state_table(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(record_table(tables::SEGMENT_STATE))?;
     Ok(())
 }
 
-fn create_segment_state_table(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(record_table(tables::SEGMENT_STATE))?;
+/// Creates the index table `name` (a migration that adds just that).
+fn create_index_table(txn: &WriteTransaction, name: &'static str) -> Result<(), StoreError> {
+    txn.open_table(IndexTable::new(name).definition())?;
     Ok(())
 }
 

@@ -134,6 +134,7 @@ pub const ALL: &[TableSpec] = &[
     text(GROUP_EVENTS),
     text(GROUP_EVENTS_UNFOLDED),
     text(GROUP_EVENT_RUNS),
+    text(GROUP_EVENTS_GONE),
     bytes(INBOUND_TOKENS),
     text(INBOUND_TOKEN_DIGESTS),
     bytes(DEPLOYMENTS),
@@ -249,6 +250,9 @@ pub const GROUP_EVENTS_UNFOLDED: &str = "orgid_eventid_groupid";
 /// `{org_id}/{group_id}/{first event id}` -> up to 100 event ids of the group, ascending,
 /// separated by spaces: the group's events, many to a row (`errors/group_runs.rs`; schema 19).
 pub const GROUP_EVENT_RUNS: &str = "orgid_groupid_firsteventid_eventids";
+/// `{org_id}/{event_id}` -> group id: deleted events whose ids their group's runs still hold,
+/// taken out of the runs many at once (`errors/group_events.rs`; schema 21).
+pub const GROUP_EVENTS_GONE: &str = "orgid_eventid_groupid_gone";
 
 // Inbound events, deployments, builds and incidents (alerting).
 
