@@ -237,8 +237,7 @@ fn runs_hold_exactly_the_groups_ids_under_random_folds_and_removals() {
             gone.iter()
                 .for_each(|id| forget(&txn, ORG, "grp_a", id).unwrap());
         } else {
-            // As deleted events, or directly (events moved to another group); the same id
-            // twice is a deletion of an event already gone.
+            // A drawn id may repeat, or be no longer held: a deletion of an event already gone.
             let items: Vec<(&str, &str, &str)> =
                 gone.iter().map(|id| (ORG, "grp_a", id.as_str())).collect();
             forget_deleted(&txn, &items).unwrap();
